@@ -1,0 +1,157 @@
+//! The two questions the policy asks the cluster, behind a trait so that the
+//! decision stays pure and testable without a host.
+//!
+//! Answers are raw JSON bytes: parsing belongs to the decision, where a
+//! malformed answer is one more documented outcome.
+
+use std::collections::BTreeSet;
+
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest,
+};
+
+/// The only node fields the policy reads besides `metadata`, which the host
+/// always keeps. Fixed, so policy-server serves every admission from one
+/// watch-backed cache.
+pub const NODE_FIELD_MASKS: [&str; 2] = ["spec.taints", "spec.unschedulable"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupErrorKind {
+    /// The policy-server service account may not read the resource (RBAC).
+    Forbidden,
+    /// Anything else: timeouts, API errors, host errors.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupError {
+    pub kind: LookupErrorKind,
+    pub message: String,
+}
+
+impl LookupError {
+    /// Classifies a host error message. The host passes on the API server's
+    /// error text, so status reasons are recognised by their names.
+    pub fn from_host(message: String) -> LookupError {
+        let kind = if message.contains("Forbidden") || message.contains("forbidden") {
+            LookupErrorKind::Forbidden
+        } else {
+            LookupErrorKind::Failed
+        };
+        LookupError { kind, message }
+    }
+}
+
+/// Whether a host error says the object does not exist.
+pub fn is_not_found(message: &str) -> bool {
+    message.contains("NotFound") || message.contains("not found")
+}
+
+pub trait Cluster {
+    /// The `node.k8s.io/v1` RuntimeClass `name`; `Ok(None)` when it does not exist.
+    fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError>;
+
+    /// The `v1` NodeList of nodes matching `label_selector` (all nodes when
+    /// `None`), masked with [`NODE_FIELD_MASKS`].
+    fn kata_nodes(&self, label_selector: Option<&str>) -> Result<Vec<u8>, LookupError>;
+}
+
+pub fn runtime_class_request(name: &str) -> GetResourceRequest {
+    GetResourceRequest {
+        api_version: "node.k8s.io/v1".to_string(),
+        kind: "RuntimeClass".to_string(),
+        name: name.to_string(),
+        namespace: None,
+        disable_cache: false,
+        field_masks: None,
+    }
+}
+
+pub fn kata_nodes_request(label_selector: Option<&str>) -> ListAllResourcesRequest {
+    ListAllResourcesRequest {
+        api_version: "v1".to_string(),
+        kind: "Node".to_string(),
+        label_selector: label_selector.map(str::to_string),
+        field_selector: None,
+        field_masks: Some(
+            NODE_FIELD_MASKS
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<BTreeSet<_>>(),
+        ),
+    }
+}
+
+/// The cluster as Kubewarden's host capabilities show it.
+pub struct HostCluster;
+
+impl HostCluster {
+    fn call(operation: &str, request: &impl serde::Serialize) -> Result<Vec<u8>, String> {
+        let payload = serde_json::to_vec(request)
+            .map_err(|e| format!("cannot encode the {operation} request: {e}"))?;
+        kubewarden_policy_sdk::wapc_guest::host_call(
+            "kubewarden",
+            "kubernetes",
+            operation,
+            &payload,
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+impl Cluster for HostCluster {
+    fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        match Self::call("get_resource", &runtime_class_request(name)) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(message) if is_not_found(&message) => Ok(None),
+            Err(message) => Err(LookupError::from_host(message)),
+        }
+    }
+
+    fn kata_nodes(&self, label_selector: Option<&str>) -> Result<Vec<u8>, LookupError> {
+        Self::call("list_resources_all", &kata_nodes_request(label_selector))
+            .map_err(LookupError::from_host)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_stable_node_query() {
+        let json = serde_json::to_value(kata_nodes_request(Some(
+            "katacontainers.io/kata-runtime=true",
+        )))
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"api_version": "v1", "kind": "Node",
+                "label_selector": "katacontainers.io/kata-runtime=true", "field_selector": null,
+                "field_masks": ["spec.taints", "spec.unschedulable"]})
+        );
+        let rc = serde_json::to_value(runtime_class_request("kata")).unwrap();
+        assert_eq!(
+            rc,
+            serde_json::json!({"api_version": "node.k8s.io/v1", "kind": "RuntimeClass", "name": "kata",
+                "namespace": null, "disable_cache": false, "field_masks": null})
+        );
+    }
+
+    #[test]
+    fn classifies_host_errors() {
+        let forbidden = LookupError::from_host(
+            "Host error: nodes is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot list resource \"nodes\"".into(),
+        );
+        assert_eq!(forbidden.kind, LookupErrorKind::Forbidden);
+        assert_eq!(
+            LookupError::from_host("Host error: timeout".into()).kind,
+            LookupErrorKind::Failed
+        );
+        assert!(is_not_found(
+            "runtimeclasses.node.k8s.io \"kata\" not found"
+        ));
+        assert!(is_not_found("ApiError: ... reason: \"NotFound\""));
+        assert!(!is_not_found("connection refused"));
+    }
+}

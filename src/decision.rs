@@ -1,0 +1,197 @@
+//! All policy logic: from a validation payload and a view of the cluster to a
+//! [`Decision`]. No I/O besides the [`Cluster`] trait, so every path is
+//! testable natively with a fake cluster.
+
+use crate::cluster::{Cluster, LookupError, LookupErrorKind};
+use crate::node::parse_node_list;
+use crate::pod::PodFacts;
+use crate::request::{self, AdmissionRequest};
+use crate::settings::{Outcome, Settings};
+use crate::{mutation, runtime_class};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Admit the pod with `spec.runtimeClassName` set: `object` is the raw
+    /// request object with that one member added.
+    Mutate { object: String, explanation: String },
+    /// Admit unchanged. `warn`: tell the user (every pod left without Kata).
+    Leave { explanation: String, warn: bool },
+    /// Refuse the request.
+    Reject {
+        explanation: String,
+        code: Option<u16>,
+    },
+}
+
+impl Decision {
+    pub fn explanation(&self) -> &str {
+        match self {
+            Decision::Mutate { explanation, .. }
+            | Decision::Leave { explanation, .. }
+            | Decision::Reject { explanation, .. } => explanation,
+        }
+    }
+
+    fn leave(explanation: String) -> Decision {
+        Decision::Leave {
+            explanation,
+            warn: true,
+        }
+    }
+
+    /// The `noFeasibleNode` / `lookupFailure` outcome for a pod that cannot get Kata.
+    fn not_assigned(outcome: Outcome, why: String) -> Decision {
+        let explanation = format!("kata runtime not assigned: {why}");
+        match outcome {
+            Outcome::Accept => Decision::leave(explanation),
+            Outcome::Reject => Decision::Reject {
+                explanation,
+                code: None,
+            },
+        }
+    }
+}
+
+/// Evaluates a raw `validate` payload. Malformed input is refused with 400.
+pub fn decide_payload(payload: &[u8], cluster: &impl Cluster) -> Decision {
+    let bad_request = |explanation: String| Decision::Reject {
+        explanation,
+        code: Some(400),
+    };
+    let payload = match request::parse(payload) {
+        Ok(p) => p,
+        Err(e) => return bad_request(e),
+    };
+    let settings = match payload
+        .settings
+        .map(|raw| Settings::from_json(raw.get().as_bytes()))
+    {
+        None => Settings::default(),
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return bad_request(format!("invalid policy settings: {e}")),
+    };
+    decide(&payload.request, &settings, cluster)
+}
+
+pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cluster) -> Decision {
+    if !request.is_pod_create() {
+        return Decision::Leave {
+            explanation: format!(
+                "not evaluated: the policy acts on Pod CREATE only, this is {}",
+                request.describe()
+            ),
+            warn: false,
+        };
+    }
+    let Some(object) = request.object.map(|o| o.get()) else {
+        return Decision::Reject {
+            explanation: "the Pod CREATE request has no object".into(),
+            code: Some(400),
+        };
+    };
+    let pod = match PodFacts::from_json(object) {
+        Ok(pod) => pod,
+        Err(e) => {
+            return Decision::Reject {
+                explanation: e,
+                code: Some(400),
+            };
+        }
+    };
+    let class = settings.runtime_class_name.as_str();
+
+    if let Some(existing) = &pod.runtime_class_name {
+        return Decision::Leave {
+            explanation: format!("pod already sets runtimeClassName {existing:?}; left unchanged"),
+            // A pod that already asked for our class has Kata: nothing to warn about.
+            warn: existing != class,
+        };
+    }
+    if pod.is_mirror {
+        return Decision::leave(
+            "kata runtime not assigned: mirror pod of a static pod (the kubelet runs it, not the API)".into(),
+        );
+    }
+    if settings.skip_host_namespaces && !pod.host_namespaces.is_empty() {
+        return Decision::leave(format!(
+            "kata runtime not assigned: the pod uses {}, which Kata Containers cannot provide",
+            pod.host_namespaces.join(", ")
+        ));
+    }
+    if !pod.has_spec {
+        return Decision::leave("kata runtime not assigned: the pod has no spec".into());
+    }
+
+    let rc_bytes = match cluster.runtime_class(class) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Decision::not_assigned(
+                settings.no_feasible_node,
+                format!("RuntimeClass {class:?} does not exist"),
+            );
+        }
+        Err(e) => {
+            return lookup_failed(settings, &format!("cannot read RuntimeClass {class:?}"), &e);
+        }
+    };
+    let rc = match runtime_class::parse(&rc_bytes) {
+        Ok(rc) => rc,
+        Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
+    };
+    let constraints = match runtime_class::effective_constraints(&pod, &rc) {
+        Ok(c) => c,
+        Err(conflict) => return Decision::not_assigned(settings.no_feasible_node, conflict),
+    };
+
+    let selector = settings.host_label_selector();
+    let node_bytes = match cluster.kata_nodes(selector) {
+        Ok(bytes) => bytes,
+        Err(e) => return lookup_failed(settings, "cannot list kata nodes", &e),
+    };
+    let nodes = match parse_node_list(&node_bytes) {
+        Ok(nodes) => nodes,
+        Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
+    };
+    if nodes.is_empty() {
+        return Decision::not_assigned(
+            settings.no_feasible_node,
+            format!(
+                "no node matches kataNodeSelector {:?}",
+                selector.unwrap_or_default()
+            ),
+        );
+    }
+    match constraints.find_feasible(&nodes) {
+        Ok(node) => match mutation::set_runtime_class(object, class) {
+            Ok(object) => Decision::Mutate {
+                object,
+                explanation: format!(
+                    "runtimeClassName {class:?} assigned: kata node {:?} can run this pod ({} kata node(s) known)",
+                    node.name(),
+                    nodes.len()
+                ),
+            },
+            Err(e) => Decision::Reject {
+                explanation: format!("cannot mutate the Pod: {e}"),
+                code: Some(400),
+            },
+        },
+        Err(diagnosis) => Decision::not_assigned(settings.no_feasible_node, diagnosis.to_string()),
+    }
+}
+
+fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {
+    let hint = match e.kind {
+        LookupErrorKind::Forbidden => {
+            " (grant the policy-server service account get/list/watch on nodes and runtimeclasses.node.k8s.io)"
+        }
+        LookupErrorKind::Failed => "",
+    };
+    Decision::not_assigned(
+        settings.lookup_failure,
+        format!("{what}: {}{hint}", e.message),
+    )
+}
+
+#[cfg(test)]
+mod tests;

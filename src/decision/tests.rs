@@ -1,0 +1,614 @@
+//! Table-driven tests of the whole decision, through a fake [`Cluster`].
+
+use std::cell::RefCell;
+
+use serde_json::{Value, json};
+
+use super::*;
+
+/// A cluster answering from fixed JSON, recording every query it gets.
+struct FakeCluster {
+    runtime_class: Result<Option<Value>, LookupError>,
+    nodes: Result<Vec<u8>, LookupError>,
+    queries: RefCell<Vec<String>>,
+}
+
+impl FakeCluster {
+    fn new(nodes: Vec<Value>) -> Self {
+        FakeCluster {
+            runtime_class: Ok(Some(kata_class(json!({})))),
+            nodes: Ok(
+                json!({"apiVersion": "v1", "kind": "NodeList", "items": nodes})
+                    .to_string()
+                    .into_bytes(),
+            ),
+            queries: RefCell::default(),
+        }
+    }
+    fn with_class(mut self, class: Option<Value>) -> Self {
+        self.runtime_class = Ok(class);
+        self
+    }
+}
+
+impl Cluster for FakeCluster {
+    fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        self.queries
+            .borrow_mut()
+            .push(format!("RuntimeClass {name}"));
+        self.runtime_class
+            .clone()
+            .map(|o| o.map(|v| v.to_string().into_bytes()))
+    }
+    fn kata_nodes(&self, selector: Option<&str>) -> Result<Vec<u8>, LookupError> {
+        self.queries
+            .borrow_mut()
+            .push(format!("Nodes {selector:?}"));
+        self.nodes.clone()
+    }
+}
+
+fn kata_class(extra: Value) -> Value {
+    let mut rc = json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"}, "handler": "kata"});
+    rc.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    rc
+}
+
+fn node(name: &str, labels: Value, taints: Value) -> Value {
+    json!({"metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}})
+}
+
+fn worker(name: &str) -> Value {
+    node(
+        name,
+        json!({"katacontainers.io/kata-runtime": "true", "kubernetes.io/hostname": name}),
+        json!([]),
+    )
+}
+
+/// The seed cluster: two kata workers. The master has no kata label, so the
+/// host's label selector never returns it.
+fn seed_cluster() -> FakeCluster {
+    FakeCluster::new(vec![worker("worker-1"), worker("worker-2")])
+}
+
+fn master() -> Value {
+    node(
+        "master",
+        json!({"node-role.kubernetes.io/master": ""}),
+        json!([{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}]),
+    )
+}
+
+fn pod_request(spec: Value) -> Vec<u8> {
+    request(
+        "Pod",
+        "",
+        "CREATE",
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}, "spec": spec}),
+        json!({}),
+    )
+}
+
+fn request(kind: &str, group: &str, op: &str, object: Value, settings: Value) -> Vec<u8> {
+    json!({"request": {"uid": "uid-1", "kind": {"group": group, "version": "v1", "kind": kind},
+        "resource": {"group": group, "version": "v1", "resource": "pods"}, "operation": op,
+        "namespace": "default", "name": "p", "userInfo": {"username": "alice"}, "object": object},
+        "settings": settings})
+    .to_string()
+    .into_bytes()
+}
+
+fn containers() -> Value {
+    json!([{"name": "nginx", "image": "nginx", "command": ["sleep", "100000"]}])
+}
+
+fn master_pinned_spec() -> Value {
+    json!({"containers": containers(),
+           "nodeSelector": {"node-role.kubernetes.io/master": ""},
+           "tolerations": [{"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}]})
+}
+
+fn mutated_spec(d: &Decision) -> Value {
+    match d {
+        Decision::Mutate { object, .. } => {
+            serde_json::from_str::<Value>(object).unwrap()["spec"].clone()
+        }
+        other => panic!("expected a mutation, got {other:?}"),
+    }
+}
+
+fn leave_text(d: &Decision) -> &str {
+    match d {
+        Decision::Leave {
+            explanation,
+            warn: true,
+        } => explanation,
+        other => panic!("expected an unchanged pod with a warning, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_case_that_started_it() {
+    let cluster = seed_cluster();
+    let pinned = decide_payload(&pod_request(master_pinned_spec()), &cluster);
+    assert_eq!(
+        leave_text(&pinned),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+    );
+    let plain = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
+    assert_eq!(mutated_spec(&plain)["runtimeClassName"], "kata");
+}
+
+#[test]
+fn a_kata_master_is_reported_with_its_taint() {
+    // If the selector matched the master too, the plain pod still fits a worker
+    // and the pinned pod fits the master.
+    let mut master = master();
+    master["metadata"]["labels"]["katacontainers.io/kata-runtime"] = json!("true");
+    let cluster = FakeCluster::new(vec![master, worker("worker-1"), worker("worker-2")]);
+    assert!(matches!(
+        decide_payload(&pod_request(master_pinned_spec()), &cluster),
+        Decision::Mutate { .. }
+    ));
+    let spec =
+        json!({"containers": containers(), "nodeSelector": {"node-role.kubernetes.io/master": ""}});
+    assert_eq!(
+        leave_text(&decide_payload(&pod_request(spec), &cluster)),
+        "kata runtime not assigned: 0/3 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector, \
+         1 node(s) had untolerated taint {node-role.kubernetes.io/master: }"
+    );
+}
+
+#[test]
+fn mutation_adds_only_runtime_class_name() {
+    let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}},
+        "spec": {"containers": containers(), "someFutureField": {"nested": [1, {"x": null}]}},
+        "status": {"phase": "Pending"}, "x-unknown-top": true});
+    let d = decide_payload(
+        &request("Pod", "", "CREATE", object.clone(), json!({})),
+        &seed_cluster(),
+    );
+    let Decision::Mutate { object: out, .. } = d else {
+        panic!("{d:?}")
+    };
+    let mut expected = object;
+    expected["spec"]["runtimeClassName"] = json!("kata");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), expected);
+}
+
+#[test]
+fn skips_are_decided_before_asking_the_cluster() {
+    let cases: Vec<(Vec<u8>, &str, bool)> = vec![
+        (
+            request(
+                "Deployment",
+                "apps",
+                "CREATE",
+                json!({"spec": {}}),
+                json!({}),
+            ),
+            "not evaluated",
+            false,
+        ),
+        (
+            request("Pod", "", "UPDATE", json!({"spec": {}}), json!({})),
+            "not evaluated",
+            false,
+        ),
+        (
+            pod_request(json!({"containers": containers(), "runtimeClassName": "gvisor"})),
+            "already sets runtimeClassName \"gvisor\"",
+            true,
+        ),
+        (
+            pod_request(json!({"containers": containers(), "runtimeClassName": "kata"})),
+            "already sets runtimeClassName \"kata\"",
+            false,
+        ),
+        (
+            pod_request(json!({"containers": containers(), "hostNetwork": true})),
+            "uses hostNetwork",
+            true,
+        ),
+        (
+            pod_request(json!({"containers": containers(), "hostPID": true, "hostIPC": true})),
+            "uses hostPID, hostIPC",
+            true,
+        ),
+        (
+            request(
+                "Pod",
+                "",
+                "CREATE",
+                json!({"metadata": {"annotations": {"kubernetes.io/config.mirror": "abc"}}, "spec": {"nodeName": "master"}}),
+                json!({}),
+            ),
+            "mirror pod",
+            true,
+        ),
+        (
+            request(
+                "Pod",
+                "",
+                "CREATE",
+                json!({"metadata": {"name": "x"}}),
+                json!({}),
+            ),
+            "no spec",
+            true,
+        ),
+    ];
+    for (payload, want, want_warn) in cases {
+        let cluster = seed_cluster();
+        match decide_payload(&payload, &cluster) {
+            Decision::Leave { explanation, warn } => {
+                assert!(explanation.contains(want), "{explanation:?} lacks {want:?}");
+                assert_eq!(warn, want_warn, "{explanation}");
+            }
+            other => panic!("{want}: {other:?}"),
+        }
+        assert!(
+            cluster.queries.borrow().is_empty(),
+            "{want}: asked the cluster"
+        );
+    }
+}
+
+#[test]
+fn host_namespaces_can_be_allowed() {
+    let payload = request(
+        "Pod",
+        "",
+        "CREATE",
+        json!({"spec": {"containers": containers(), "hostNetwork": true}}),
+        json!({"skipHostNamespaces": false}),
+    );
+    assert!(matches!(
+        decide_payload(&payload, &seed_cluster()),
+        Decision::Mutate { .. }
+    ));
+}
+
+#[test]
+fn one_stable_query_per_settings() {
+    let cluster = seed_cluster();
+    for spec in [
+        json!({"containers": containers()}),
+        master_pinned_spec(),
+        json!({"nodeName": "worker-2", "containers": containers()}),
+    ] {
+        decide_payload(&pod_request(spec), &cluster);
+    }
+    let queries = cluster.queries.borrow();
+    let node_queries: Vec<_> = queries.iter().filter(|q| q.starts_with("Nodes")).collect();
+    assert_eq!(node_queries.len(), 3);
+    assert!(
+        node_queries
+            .iter()
+            .all(|q| *q == "Nodes Some(\"katacontainers.io/kata-runtime=true\")"),
+        "{node_queries:?}"
+    );
+    let everything = FakeCluster::new(vec![worker("w")]);
+    decide_payload(
+        &request(
+            "Pod",
+            "",
+            "CREATE",
+            json!({"spec": {}}),
+            json!({"kataNodeSelector": ""}),
+        ),
+        &everything,
+    );
+    assert_eq!(everything.queries.borrow().last().unwrap(), "Nodes None");
+}
+
+#[test]
+fn missing_runtime_class_follows_no_feasible_node() {
+    let cluster = seed_cluster().with_class(None);
+    let d = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: RuntimeClass \"kata\" does not exist"
+    );
+    assert_eq!(cluster.queries.borrow().len(), 1, "no node list needed");
+    let strict = request(
+        "Pod",
+        "",
+        "CREATE",
+        json!({"spec": {}}),
+        json!({"noFeasibleNode": "reject"}),
+    );
+    assert!(matches!(
+        decide_payload(&strict, &seed_cluster().with_class(None)),
+        Decision::Reject { code: None, .. }
+    ));
+}
+
+#[test]
+fn runtime_class_scheduling_is_merged_before_filtering() {
+    let class = kata_class(json!({"scheduling": {
+        "nodeSelector": {"katacontainers.io/kata-runtime": "true"},
+        "tolerations": [{"key": "kata-only", "operator": "Exists", "effect": "NoSchedule"}]}}));
+    let tainted = node(
+        "k1",
+        json!({"katacontainers.io/kata-runtime": "true"}),
+        json!([{"key": "kata-only", "effect": "NoSchedule"}]),
+    );
+    // Without the class toleration the pod could not run on k1.
+    let cluster = FakeCluster::new(vec![tainted.clone()]).with_class(Some(class.clone()));
+    assert!(matches!(
+        decide_payload(&pod_request(json!({"containers": containers()})), &cluster),
+        Decision::Mutate { .. }
+    ));
+    let without = FakeCluster::new(vec![tainted]);
+    assert!(
+        leave_text(&decide_payload(
+            &pod_request(json!({"containers": containers()})),
+            &without
+        ))
+        .contains("untolerated taint {kata-only: }")
+    );
+    // The class nodeSelector excludes nodes that the host selector returned.
+    let unlabelled = FakeCluster::new(vec![node("u", json!({"other": "x"}), json!([]))])
+        .with_class(Some(class.clone()));
+    assert!(
+        leave_text(&decide_payload(
+            &pod_request(json!({"containers": containers()})),
+            &unlabelled
+        ))
+        .contains("didn't match Pod's node affinity/selector")
+    );
+    // A conflicting nodeSelector: the plugin would refuse the pod, so no mutation.
+    let conflicting = pod_request(
+        json!({"containers": containers(), "nodeSelector": {"katacontainers.io/kata-runtime": "false"}}),
+    );
+    let d = decide_payload(
+        &conflicting,
+        &FakeCluster::new(vec![worker("w")]).with_class(Some(class)),
+    );
+    assert!(
+        leave_text(&d).contains("requires nodeSelector katacontainers.io/kata-runtime=true"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn no_kata_nodes() {
+    let d = decide_payload(
+        &pod_request(json!({"containers": containers()})),
+        &FakeCluster::new(vec![]),
+    );
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: no node matches kataNodeSelector \"katacontainers.io/kata-runtime=true\""
+    );
+}
+
+#[test]
+fn lookup_failures_follow_lookup_failure() {
+    let forbidden = LookupError {
+        kind: LookupErrorKind::Forbidden,
+        message: "nodes is forbidden".into(),
+    };
+    let mut cluster = seed_cluster();
+    cluster.nodes = Err(forbidden.clone());
+    let d = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
+    let text = leave_text(&d);
+    assert!(
+        text.starts_with("kata runtime not assigned: cannot list kata nodes: nodes is forbidden"),
+        "{text}"
+    );
+    assert!(
+        text.contains("get/list/watch on nodes"),
+        "RBAC hint: {text}"
+    );
+
+    let strict = request(
+        "Pod",
+        "",
+        "CREATE",
+        json!({"spec": {}}),
+        json!({"lookupFailure": "reject"}),
+    );
+    let mut cluster = seed_cluster();
+    cluster.runtime_class = Err(LookupError {
+        kind: LookupErrorKind::Failed,
+        message: "timeout".into(),
+    });
+    match decide_payload(&strict, &cluster) {
+        Decision::Reject {
+            explanation,
+            code: None,
+        } => {
+            assert_eq!(
+                explanation,
+                "kata runtime not assigned: cannot read RuntimeClass \"kata\": timeout"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // Malformed answers are lookup failures too, not infeasibility.
+    for bad in [&b"not json"[..], b"{\"items\":[{}]}"] {
+        let mut cluster = seed_cluster();
+        cluster.nodes = Ok(bad.to_vec());
+        let d = decide_payload(&strict, &cluster);
+        assert!(
+            matches!(&d, Decision::Reject { explanation, .. } if explanation.contains("not a valid NodeList")),
+            "{d:?}"
+        );
+    }
+    let wrong_kind = seed_cluster().with_class(Some(
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "kata"}}),
+    ));
+    assert!(matches!(
+        decide_payload(&strict, &wrong_kind),
+        Decision::Reject { .. }
+    ));
+    // Lenient settings leave the pod alone instead.
+    let lenient = pod_request(json!({}));
+    let wrong_kind = seed_cluster().with_class(Some(json!({"kind": "Node"})));
+    assert!(
+        leave_text(&decide_payload(&lenient, &wrong_kind))
+            .contains("not a valid node.k8s.io/v1 RuntimeClass")
+    );
+}
+
+#[test]
+fn no_feasible_node_reject_refuses_with_the_same_explanation() {
+    let payload = request(
+        "Pod",
+        "",
+        "CREATE",
+        json!({"metadata": {"name": "p"}, "spec": master_pinned_spec()}),
+        json!({"noFeasibleNode": "reject"}),
+    );
+    match decide_payload(&payload, &seed_cluster()) {
+        Decision::Reject {
+            explanation,
+            code: None,
+        } => assert!(explanation.contains("0/2 kata nodes can run this pod")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn daemonset_pods_are_pinned_by_match_fields() {
+    let pinned_to = |name: &str| {
+        json!({"containers": containers(), "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}]}}}})
+    };
+    assert!(matches!(
+        decide_payload(&pod_request(pinned_to("worker-2")), &seed_cluster()),
+        Decision::Mutate { .. }
+    ));
+    assert_eq!(
+        leave_text(&decide_payload(
+            &pod_request(pinned_to("master")),
+            &seed_cluster()
+        )),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+    );
+}
+
+#[test]
+fn node_name_pods_are_judged_on_their_node_only() {
+    let bound = |name: &str| pod_request(json!({"containers": containers(), "nodeName": name}));
+    assert!(matches!(
+        decide_payload(&bound("worker-1"), &seed_cluster()),
+        Decision::Mutate { .. }
+    ));
+    assert_eq!(
+        leave_text(&decide_payload(&bound("master"), &seed_cluster())),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match the requested node name"
+    );
+    // A cordoned kata node with a NoSchedule taint still admits a bound pod.
+    let mut cordoned = worker("worker-1");
+    cordoned["spec"] =
+        json!({"unschedulable": true, "taints": [{"key": "x", "effect": "NoSchedule"}]});
+    let cluster = FakeCluster::new(vec![cordoned.clone()]);
+    assert!(matches!(
+        decide_payload(&bound("worker-1"), &cluster),
+        Decision::Mutate { .. }
+    ));
+    // ... but the scheduler would not place an unbound pod there.
+    assert!(
+        leave_text(&decide_payload(
+            &pod_request(json!({"containers": containers()})),
+            &cluster
+        ))
+        .contains("1 node(s) were unschedulable")
+    );
+}
+
+#[test]
+fn the_decision_does_not_depend_on_node_order() {
+    let nodes = vec![
+        master(),
+        node(
+            "a",
+            json!({"zone": "x"}),
+            json!([{"key": "gpu", "value": "1", "effect": "NoExecute"}]),
+        ),
+        json!({"metadata": {"name": "c", "labels": {}}, "spec": {"unschedulable": true}}),
+        node("b", json!({"zone": "y"}), json!([])),
+    ];
+    let spec = json!({"containers": containers(), "nodeSelector": {"zone": "x"}});
+    let mut explanations = std::collections::BTreeSet::new();
+    for rotation in 0..nodes.len() {
+        let mut n = nodes.clone();
+        n.rotate_left(rotation);
+        explanations.insert(
+            decide_payload(&pod_request(spec.clone()), &FakeCluster::new(n))
+                .explanation()
+                .to_string(),
+        );
+    }
+    assert_eq!(explanations.len(), 1, "{explanations:?}");
+}
+
+#[test]
+fn malformed_input_is_refused_not_panicked_on() {
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            b"garbage".to_vec(),
+            "not a valid Kubewarden validation request",
+        ),
+        (
+            request(
+                "Pod",
+                "",
+                "CREATE",
+                json!({"spec": {"tolerations": "all"}}),
+                json!({}),
+            ),
+            "not a valid Pod",
+        ),
+        (
+            request("Pod", "", "CREATE", json!([1, 2]), json!({})),
+            "not a valid Pod",
+        ),
+        (
+            request("Pod", "", "CREATE", Value::Null, json!({})),
+            "no object",
+        ),
+        (
+            request(
+                "Pod",
+                "",
+                "CREATE",
+                json!({"spec": {}}),
+                json!({"bogus": 1}),
+            ),
+            "invalid policy settings: unknown setting \"bogus\"",
+        ),
+    ];
+    for (payload, want) in cases {
+        match decide_payload(&payload, &seed_cluster()) {
+            Decision::Reject {
+                explanation,
+                code: Some(400),
+            } => assert!(explanation.contains(want), "{explanation}"),
+            other => panic!("{want}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn custom_runtime_class_name() {
+    let cluster = FakeCluster::new(vec![worker("w")]).with_class(Some(json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata-qemu"}, "handler": "kata-qemu"})));
+    let d = decide_payload(
+        &request(
+            "Pod",
+            "",
+            "CREATE",
+            json!({"spec": {}}),
+            json!({"runtimeClassName": "kata-qemu"}),
+        ),
+        &cluster,
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata-qemu");
+    assert_eq!(cluster.queries.borrow()[0], "RuntimeClass kata-qemu");
+}

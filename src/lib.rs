@@ -1,0 +1,59 @@
+//! kata-runtime-policy: a Kubewarden policy that sets a Pod's
+//! `runtimeClassName` to the Kata RuntimeClass only when a node with Kata
+//! installed can run that Pod. This file only wires the waPC entry points;
+//! the logic lives in [`decision`].
+
+pub mod cluster;
+pub mod decision;
+pub mod labels;
+pub mod mutation;
+pub mod node;
+pub mod pod;
+pub mod request;
+pub mod response;
+pub mod runtime_class;
+pub mod scheduling;
+pub mod settings;
+
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
+
+use crate::cluster::HostCluster;
+use crate::settings::Settings;
+
+#[unsafe(no_mangle)]
+pub extern "C" fn wapc_init() {
+    guest::register_function("validate", validate);
+    guest::register_function("validate_settings", validate_settings);
+    guest::register_function(
+        "protocol_version",
+        kubewarden_policy_sdk::protocol_version_guest,
+    );
+}
+
+fn validate(payload: &[u8]) -> CallResult {
+    Ok(response::render(decision::decide_payload(
+        payload,
+        &HostCluster,
+    )))
+}
+
+/// Settings validation as policy-server calls it, with the raw settings JSON.
+pub fn settings_response(payload: &[u8]) -> Vec<u8> {
+    let response = match Settings::from_json(payload) {
+        Ok(_) => SettingsValidationResponse {
+            valid: true,
+            message: None,
+        },
+        Err(message) => SettingsValidationResponse {
+            valid: false,
+            message: Some(message),
+        },
+    };
+    serde_json::to_vec(&response)
+        .unwrap_or_else(|_| br#"{"valid":false,"message":"internal error"}"#.to_vec())
+}
+
+fn validate_settings(payload: &[u8]) -> CallResult {
+    Ok(settings_response(payload))
+}

@@ -1,0 +1,183 @@
+//! The facts about a Pod that the decision reads, taken from the raw object.
+//!
+//! Only these fields are deserialized; the object itself is never rebuilt from
+//! them (see `mutation.rs`), so fields this crate does not know are safe.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, NodeSelector, Toleration};
+use serde::Deserialize;
+
+/// Annotation the kubelet puts on the API mirror of a static pod.
+pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodObject {
+    #[serde(default)]
+    metadata: Option<PodMeta>,
+    #[serde(default)]
+    spec: Option<PodSpec>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    generate_name: Option<String>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodSpec {
+    #[serde(default)]
+    node_name: Option<String>,
+    #[serde(default)]
+    node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    affinity: Option<Affinity>,
+    #[serde(default)]
+    tolerations: Option<Vec<Toleration>>,
+    #[serde(default)]
+    host_network: Option<bool>,
+    #[serde(rename = "hostPID", default)]
+    host_pid: Option<bool>,
+    #[serde(rename = "hostIPC", default)]
+    host_ipc: Option<bool>,
+    #[serde(default)]
+    runtime_class_name: Option<String>,
+    #[serde(default)]
+    overhead: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+/// What the policy needs to know about one Pod.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodFacts {
+    /// `metadata.name`, or `generateName` followed by `*` when unnamed.
+    pub display_name: String,
+    pub has_spec: bool,
+    pub is_mirror: bool,
+    pub node_name: Option<String>,
+    pub node_selector: BTreeMap<String, String>,
+    /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
+    pub required_node_affinity: Option<NodeSelector>,
+    pub tolerations: Vec<Toleration>,
+    /// The host namespaces the pod asks for, in the order hostNetwork, hostPID, hostIPC.
+    pub host_namespaces: Vec<&'static str>,
+    pub runtime_class_name: Option<String>,
+    /// `spec.overhead`, as raw quantities.
+    pub overhead: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+impl PodFacts {
+    /// Reads the facts from the raw JSON of a Pod.
+    pub fn from_json(raw: &str) -> Result<PodFacts, String> {
+        if !crate::node::starts_as_object(raw.as_bytes()) {
+            return Err("the object is not a valid Pod: not a JSON object".into());
+        }
+        let pod: PodObject =
+            serde_json::from_str(raw).map_err(|e| format!("the object is not a valid Pod: {e}"))?;
+        let meta = pod.metadata.unwrap_or_default();
+        let has_spec = pod.spec.is_some();
+        let spec = pod.spec.unwrap_or_default();
+        let host_namespaces = [
+            ("hostNetwork", spec.host_network),
+            ("hostPID", spec.host_pid),
+            ("hostIPC", spec.host_ipc),
+        ]
+        .into_iter()
+        .filter(|(_, on)| *on == Some(true))
+        .map(|(name, _)| name)
+        .collect();
+        let display_name = match (meta.name, meta.generate_name) {
+            (Some(name), _) if !name.is_empty() => name,
+            (_, Some(prefix)) => format!("{prefix}*"),
+            _ => String::new(),
+        };
+        Ok(PodFacts {
+            display_name,
+            has_spec,
+            is_mirror: meta
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION)),
+            node_name: spec.node_name.filter(|n| !n.is_empty()),
+            node_selector: spec.node_selector.unwrap_or_default(),
+            required_node_affinity: spec
+                .affinity
+                .and_then(|a| a.node_affinity)
+                .and_then(|na| na.required_during_scheduling_ignored_during_execution),
+            tolerations: spec.tolerations.unwrap_or_default(),
+            host_namespaces,
+            runtime_class_name: spec.runtime_class_name.filter(|n| !n.is_empty()),
+            overhead: spec.overhead,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_scheduling_fields() {
+        let facts = PodFacts::from_json(
+            r#"{"metadata":{"name":"p","annotations":{"kubernetes.io/config.mirror":"x"}},
+                "spec":{"nodeName":"n1","nodeSelector":{"a":""},"hostPID":true,"hostIPC":false,
+                        "tolerations":[{"key":"k","operator":"Exists"}],
+                        "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
+                            {"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]}]}}},
+                        "runtimeClassName":"gvisor","futureField":{"deep":[1,2]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(facts.display_name, "p");
+        assert!(facts.has_spec && facts.is_mirror);
+        assert_eq!(facts.node_name.as_deref(), Some("n1"));
+        assert_eq!(facts.node_selector.get("a").map(String::as_str), Some(""));
+        assert_eq!(facts.host_namespaces, vec!["hostPID"]);
+        assert_eq!(facts.tolerations.len(), 1);
+        assert_eq!(
+            facts
+                .required_node_affinity
+                .unwrap()
+                .node_selector_terms
+                .len(),
+            1
+        );
+        assert_eq!(facts.runtime_class_name.as_deref(), Some("gvisor"));
+    }
+
+    #[test]
+    fn empty_strings_and_nulls_mean_unset() {
+        let facts = PodFacts::from_json(
+            r#"{"metadata":{"generateName":"web-"},"spec":{"nodeName":"","runtimeClassName":"","tolerations":null}}"#,
+        )
+        .unwrap();
+        assert_eq!(facts.display_name, "web-*");
+        assert_eq!(facts.node_name, None);
+        assert_eq!(facts.runtime_class_name, None);
+        assert!(facts.tolerations.is_empty() && !facts.is_mirror);
+        assert!(!PodFacts::from_json("{}").unwrap().has_spec);
+    }
+
+    #[test]
+    fn malformed_pods_are_errors_not_panics() {
+        for bad in [
+            "[]",
+            "{\"spec\":{\"tolerations\":\"all\"}}",
+            "{\"spec\":{\"hostNetwork\":\"yes\"}}",
+            "nope",
+        ] {
+            assert!(
+                PodFacts::from_json(bad)
+                    .unwrap_err()
+                    .contains("not a valid Pod"),
+                "{bad}"
+            );
+        }
+    }
+}

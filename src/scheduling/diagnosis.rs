@@ -1,0 +1,85 @@
+//! Why no kata node can run a pod: a histogram of first-failure reasons,
+//! rendered like kube-scheduler's FitError.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::Reason;
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Diagnosis<'n> {
+    total: usize,
+    reasons: HashMap<Reason<'n>, usize>,
+}
+
+impl<'n> Diagnosis<'n> {
+    pub fn record(&mut self, reason: Reason<'n>) {
+        self.total += 1;
+        *self.reasons.entry(reason).or_default() += 1;
+    }
+
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// `(count, reason)`, most frequent first, then by text, so that the
+    /// message is the same whatever the order of the node list.
+    fn sorted(&self) -> Vec<(usize, String)> {
+        let mut entries: Vec<(usize, String)> = self
+            .reasons
+            .iter()
+            .map(|(r, n)| (*n, r.to_string()))
+            .collect();
+        entries.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        entries
+    }
+}
+
+impl fmt::Display for Diagnosis<'_> {
+    /// `0/3 kata nodes can run this pod: 2 node(s) didn't match ..., 1 node(s) had ...`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0/{} kata nodes can run this pod", self.total)?;
+        for (i, (count, reason)) in self.sorted().iter().enumerate() {
+            f.write_str(if i == 0 { ": " } else { ", " })?;
+            write!(f, "{count} {reason}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn most_frequent_first_then_alphabetical() {
+        let mut d = Diagnosis::default();
+        d.record(Reason::UntoleratedTaint {
+            key: "b",
+            value: "1",
+        });
+        for _ in 0..10 {
+            d.record(Reason::NodeAffinity);
+        }
+        d.record(Reason::Unschedulable);
+        d.record(Reason::UntoleratedTaint {
+            key: "a",
+            value: "",
+        });
+        d.record(Reason::UntoleratedTaint {
+            key: "b",
+            value: "1",
+        });
+        assert_eq!(d.total(), 14);
+        assert_eq!(
+            d.to_string(),
+            "0/14 kata nodes can run this pod: 10 node(s) didn't match Pod's node affinity/selector, \
+             2 node(s) had untolerated taint {b: 1}, 1 node(s) had untolerated taint {a: }, \
+             1 node(s) were unschedulable"
+        );
+        assert_eq!(
+            Diagnosis::default().to_string(),
+            "0/0 kata nodes can run this pod"
+        );
+    }
+}
