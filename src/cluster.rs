@@ -17,8 +17,11 @@ pub const NODE_FIELD_MASKS: [&str; 2] = ["spec.taints", "spec.unschedulable"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LookupErrorKind {
-    /// The policy-server service account may not read the resource (RBAC).
+    /// The policy-server service account may not read the resource (RBAC),
+    /// or the policy was not granted the resource in `contextAwareResources`.
     Forbidden,
+    /// The object does not exist.
+    NotFound,
     /// Anything else: timeouts, API errors, host errors.
     Failed,
 }
@@ -31,20 +34,19 @@ pub struct LookupError {
 
 impl LookupError {
     /// Classifies a host error message. The host passes on the API server's
-    /// error text, so status reasons are recognised by their names.
+    /// error text, so status reasons are recognised by their names; policy-server
+    /// reports a missing object as "Cannot find <apiVersion>/<kind> named ...".
     pub fn from_host(message: String) -> LookupError {
-        let kind = if message.contains("Forbidden") || message.contains("forbidden") {
+        let has = |needle: &str| message.contains(needle);
+        let kind = if has("Forbidden") || has("forbidden") || has("has not been granted access") {
             LookupErrorKind::Forbidden
+        } else if has("Cannot find ") || has("NotFound") || has("not found") {
+            LookupErrorKind::NotFound
         } else {
             LookupErrorKind::Failed
         };
         LookupError { kind, message }
     }
-}
-
-/// Whether a host error says the object does not exist.
-pub fn is_not_found(message: &str) -> bool {
-    message.contains("NotFound") || message.contains("not found")
 }
 
 pub trait Cluster {
@@ -101,10 +103,10 @@ impl HostCluster {
 
 impl Cluster for HostCluster {
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        match Self::call("get_resource", &runtime_class_request(name)) {
+        match Self::call("get_resource", &runtime_class_request(name)).map_err(LookupError::from_host) {
             Ok(bytes) => Ok(Some(bytes)),
-            Err(message) if is_not_found(&message) => Ok(None),
-            Err(message) => Err(LookupError::from_host(message)),
+            Err(e) if e.kind == LookupErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -144,14 +146,14 @@ mod tests {
             "Host error: nodes is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot list resource \"nodes\"".into(),
         );
         assert_eq!(forbidden.kind, LookupErrorKind::Forbidden);
+        let kind = |m: &str| LookupError::from_host(m.into()).kind;
+        assert_eq!(kind("Host error: timeout"), LookupErrorKind::Failed);
         assert_eq!(
-            LookupError::from_host("Host error: timeout".into()).kind,
-            LookupErrorKind::Failed
+            kind("Host error: Callback evaluation failure: Cannot find node.k8s.io/v1/RuntimeClass named 'kata' inside of namespace 'None'"),
+            LookupErrorKind::NotFound
         );
-        assert!(is_not_found(
-            "runtimeclasses.node.k8s.io \"kata\" not found"
-        ));
-        assert!(is_not_found("ApiError: ... reason: \"NotFound\""));
-        assert!(!is_not_found("connection refused"));
+        assert_eq!(kind("runtimeclasses.node.k8s.io \"kata\" not found"), LookupErrorKind::NotFound);
+        assert_eq!(kind("Policy has not been granted access to Kubernetes v1/Node resources"), LookupErrorKind::Forbidden);
+        assert_eq!(kind("runtimeclasses.node.k8s.io \"kata\" is forbidden: not found in cache"), LookupErrorKind::Forbidden);
     }
 }

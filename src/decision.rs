@@ -183,9 +183,10 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
 fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {
     let hint = match e.kind {
         LookupErrorKind::Forbidden => {
-            " (grant the policy-server service account get/list/watch on nodes and runtimeclasses.node.k8s.io)"
+            " (grant the policy-server service account get/list/watch on nodes and runtimeclasses.node.k8s.io, \
+             and list both in the policy's contextAwareResources)"
         }
-        LookupErrorKind::Failed => "",
+        LookupErrorKind::NotFound | LookupErrorKind::Failed => "",
     };
     Decision::not_assigned(
         settings.lookup_failure,
