@@ -1,0 +1,63 @@
+# kata-runtime-policy. `make demo` shows the policy deciding on example pods;
+# `make check` is the full test suite (what CI runs).
+
+SOURCE_FILES := $(shell find src -type f -name '*.rs') Cargo.toml
+RUNNER_FILES := $(shell find runner -type f -name '*.rs' 2>/dev/null) runner/Cargo.toml
+# The project's own waPC host, a kwctl-compatible runner (runner/).
+KWRUN := target/debug/kwrun
+KWCTL ?= kwctl
+
+.PHONY: all
+all: policy.wasm
+
+.PHONY: setup
+setup:
+	scripts/setup.sh
+
+policy.wasm: $(SOURCE_FILES)
+	rustup target add wasm32-wasip1
+	cargo build --target=wasm32-wasip1 --release -p kata-runtime-policy
+	cp target/wasm32-wasip1/release/kata_runtime_policy.wasm policy.wasm
+
+annotated-policy.wasm: policy.wasm metadata.yml README.md
+	$(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+$(KWRUN): $(RUNNER_FILES)
+	cargo build -p kwrun
+
+.PHONY: fmt
+fmt:
+	cargo fmt --all
+
+.PHONY: lint
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+# Unit tests (native) and the integration tests that run policy.wasm in the waPC host.
+.PHONY: test
+test: policy.wasm
+	POLICY_WASM=$(CURDIR)/policy.wasm cargo test --workspace
+
+# e2e.bats with kwctl, as Kubewarden's policies run it.
+.PHONY: e2e-tests
+e2e-tests: annotated-policy.wasm
+	bats e2e.bats
+
+# e2e.bats with the project's own runner instead of kwctl.
+.PHONY: e2e-tests-local
+e2e-tests-local: policy.wasm $(KWRUN)
+	KWCTL=$(KWRUN) POLICY=policy.wasm bats e2e.bats
+
+.PHONY: demo
+demo: setup policy.wasm $(KWRUN)
+	KWRUN=$(KWRUN) scripts/demo.sh
+
+# Everything CI runs, from a fresh machine.
+.PHONY: check
+check: setup lint test e2e-tests-local
+
+.PHONY: clean
+clean:
+	cargo clean
+	rm -f policy.wasm annotated-policy.wasm

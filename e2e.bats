@@ -1,0 +1,177 @@
+#!/usr/bin/env bats
+# End-to-end tests of the built policy, run through `kwctl run` with recorded
+# host-capability sessions (no cluster needed).
+#
+#   make e2e-tests                      # kwctl + annotated-policy.wasm
+#   KWCTL=target/release/kwrun POLICY=policy.wasm bats e2e.bats   # the project's own waPC host (CI)
+
+KWCTL=${KWCTL:-kwctl}
+POLICY=${POLICY:-annotated-policy.wasm}
+
+# kwctl_run REQUEST SESSION [SETTINGS_JSON]
+kwctl_run() {
+  local request=$1 session=$2 settings=${3:-'{}'}
+  run "$KWCTL" run --allow-context-aware \
+    --request-path "test_data/$request" \
+    --settings-json "$settings" \
+    --replay-host-capabilities-interactions "test_data/sessions/$session" \
+    "$POLICY"
+  # Logs go to stderr; the response is the last line of stdout.
+  response=$(printf '%s\n' "$output" | grep '^{' | tail -n 1)
+}
+
+allowed() { [ "$(jq -r .allowed <<<"$response")" = "$1" ]; }
+no_patch() { [ "$(jq -r '.patch // "none"' <<<"$response")" = "none" ]; }
+only_runtime_class_patch() {
+  [ "$(jq -r .patchType <<<"$response")" = "JSONPatch" ]
+  local patch
+  patch=$(jq -r .patch <<<"$response" | base64 -d)
+  [ "$(jq -c . <<<"$patch")" = "[{\"op\":\"add\",\"path\":\"/spec/runtimeClassName\",\"value\":\"$1\"}]" ]
+}
+warning_is() { [ "$(jq -r '.warnings[0]' <<<"$response")" = "$1" ]; }
+no_warning() { [ "$(jq -r '.warnings' <<<"$response")" = "null" ]; }
+decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" ]; }
+
+@test "plain pod on a cluster with kata workers gets the kata runtime" {
+  kwctl_run pod-plain.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+}
+
+@test "the master-pinned pod that started it all is left alone, with a warning" {
+  kwctl_run pod-master-pinned.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+  decision_is unchanged
+}
+
+@test "noFeasibleNode=reject refuses the master-pinned pod with the same explanation" {
+  kwctl_run pod-master-pinned.json kata-workers.yml '{"noFeasibleNode":"reject"}'
+  [ "$status" -eq 0 ]
+  allowed false
+  no_patch
+  [ "$(jq -r .status.message <<<"$response")" = "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector" ]
+}
+
+@test "a DaemonSet pod pinned to a kata worker by matchFields gets the kata runtime" {
+  kwctl_run pod-daemonset.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+}
+
+@test "a DaemonSet pod pinned to the master is left alone" {
+  kwctl_run pod-daemonset-master.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+}
+
+@test "a pod bound to a kata node by nodeName gets the kata runtime" {
+  kwctl_run pod-node-name.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+}
+
+@test "a hostNetwork pod is never given kata" {
+  kwctl_run pod-host-network.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: the pod uses hostNetwork, which Kata Containers cannot provide"
+}
+
+@test "a pod that already names a runtimeClassName is left alone" {
+  kwctl_run pod-runtime-class.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is 'pod already sets runtimeClassName "gvisor"; left unchanged'
+}
+
+@test "a Deployment is not evaluated" {
+  kwctl_run deployment.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  no_warning
+}
+
+@test "a malformed Pod is refused with a clear message" {
+  kwctl_run pod-malformed.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed false
+  jq -r .status.message <<<"$response" | grep -q "the object is not a valid Pod"
+  [ "$(jq -r .status.code <<<"$response")" = "400" ]
+}
+
+@test "a missing RuntimeClass leaves the pod alone" {
+  kwctl_run pod-plain.json runtimeclass-missing.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is 'kata runtime not assigned: RuntimeClass "kata" does not exist'
+}
+
+@test "the RuntimeClass toleration is merged: a dedicated kata node can run a plain pod" {
+  kwctl_run pod-plain.json runtimeclass-scheduling.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+}
+
+@test "the master-pinned pod on dedicated and cordoned kata nodes: reasons per node" {
+  kwctl_run pod-master-pinned.json runtimeclass-scheduling.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) were unschedulable"
+}
+
+@test "a nodeSelector that conflicts with the RuntimeClass is never mutated" {
+  kwctl_run pod-selector-conflict.json runtimeclass-scheduling.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  jq -r '.warnings[0]' <<<"$response" | grep -q 'requires nodeSelector katacontainers.io/kata-runtime=true but the pod'"'"'s nodeSelector has katacontainers.io/kata-runtime=false'
+}
+
+@test "no kata nodes: the pod is left alone" {
+  kwctl_run pod-plain.json no-kata-nodes.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is 'kata runtime not assigned: no node matches kataNodeSelector "katacontainers.io/kata-runtime=true"'
+}
+
+@test "forbidden node list: lookupFailure=accept leaves the pod alone and names the RBAC fix" {
+  kwctl_run pod-plain.json forbidden.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  jq -r '.auditAnnotations.reason' <<<"$response" | grep -q "nodes is forbidden"
+  jq -r '.auditAnnotations.reason' <<<"$response" | grep -q "get/list/watch on nodes"
+  [ "$(jq -r '.warnings[0] | length' <<<"$response")" -le 255 ]
+}
+
+@test "forbidden node list: lookupFailure=reject refuses the pod" {
+  kwctl_run pod-plain.json forbidden.yml '{"lookupFailure":"reject"}'
+  [ "$status" -eq 0 ]
+  allowed false
+  jq -r .status.message <<<"$response" | grep -q "cannot list kata nodes"
+}
+
+@test "invalid settings are refused before evaluation" {
+  run "$KWCTL" run --allow-context-aware --request-path test_data/pod-plain.json \
+    --settings-json '{"kataNodeSelector":"a in x"}' \
+    --replay-host-capabilities-interactions test_data/sessions/kata-workers.yml "$POLICY"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"Provided settings are not valid"*"kataNodeSelector"* ]]
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs policy.wasm on the example pods in test_data/ against recorded cluster
+# sessions and prints, for each, what the policy decided and why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KWRUN=${KWRUN:-target/debug/kwrun}
+POLICY=${POLICY:-policy.wasm}
+
+# request | session | settings | what the cluster looks like
+scenarios=(
+  "pod-plain.json|kata-workers.yml|{}|two kata workers, a tainted master without kata"
+  "pod-master-pinned.json|kata-workers.yml|{}|same cluster: the pod that started it all"
+  "pod-master-pinned.json|kata-workers.yml|{\"noFeasibleNode\":\"reject\"}|same, with noFeasibleNode=reject"
+  "pod-daemonset.json|kata-workers.yml|{}|DaemonSet pod pinned to worker-2 (matchFields)"
+  "pod-daemonset-master.json|kata-workers.yml|{}|DaemonSet pod pinned to the master"
+  "pod-node-name.json|kata-workers.yml|{}|pod bound to worker-1 by nodeName"
+  "pod-host-network.json|kata-workers.yml|{}|hostNetwork pod"
+  "pod-runtime-class.json|kata-workers.yml|{}|pod that already names gvisor"
+  "pod-plain.json|runtimeclass-scheduling.yml|{}|RuntimeClass tolerates the dedicated-kata taint"
+  "pod-master-pinned.json|runtimeclass-scheduling.yml|{}|dedicated + cordoned kata nodes"
+  "pod-selector-conflict.json|runtimeclass-scheduling.yml|{}|nodeSelector conflicts with the RuntimeClass"
+  "pod-plain.json|runtimeclass-missing.yml|{}|RuntimeClass kata not installed"
+  "pod-plain.json|no-kata-nodes.yml|{}|no node labelled for kata yet"
+  "pod-plain.json|forbidden.yml|{}|policy-server may not list nodes (RBAC)"
+  "deployment.json|kata-workers.yml|{}|a Deployment (only Pods are evaluated)"
+)
+
+for scenario in "${scenarios[@]}"; do
+  IFS='|' read -r request session settings description <<<"$scenario"
+  response=$("$KWRUN" run --allow-context-aware --request-path "test_data/$request" \
+    --settings-json "$settings" --replay-host-capabilities-interactions "test_data/sessions/$session" "$POLICY")
+  decision=$(jq -r '.auditAnnotations.decision // "?"' <<<"$response")
+  reason=$(jq -r '.auditAnnotations.reason // .status.message // ""' <<<"$response")
+  patch=$(jq -r 'if .patch then (.patch | @base64d | fromjson | map("\(.op) \(.path)=\(.value)") | join(", ")) else "none" end' <<<"$response")
+  printf '\n\033[1m%s\033[0m  (%s; settings %s)\n' "$request" "$description" "$settings"
+  printf '  decision: %s   allowed: %s   patch: %s\n' "$decision" "$(jq -r .allowed <<<"$response")" "$patch"
+  printf '  why:      %s\n' "$reason"
+done
+echo
+echo "Equivalent kwctl command for one of them:"
+echo "  kwctl run --allow-context-aware --request-path test_data/pod-master-pinned.json \\"
+echo "    --replay-host-capabilities-interactions test_data/sessions/kata-workers.yml annotated-policy.wasm"

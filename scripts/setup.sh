@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what the build and tests need on a fresh Debian machine:
+# the wasm32-wasip1 Rust target, rustfmt/clippy, bats and jq.
+set -euo pipefail
+
+rustup target add wasm32-wasip1
+rustup component add rustfmt clippy
+
+missing=()
+for tool in bats jq; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
