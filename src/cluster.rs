@@ -103,7 +103,9 @@ impl HostCluster {
 
 impl Cluster for HostCluster {
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        match Self::call("get_resource", &runtime_class_request(name)).map_err(LookupError::from_host) {
+        match Self::call("get_resource", &runtime_class_request(name))
+            .map_err(LookupError::from_host)
+        {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind == LookupErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -149,11 +151,22 @@ mod tests {
         let kind = |m: &str| LookupError::from_host(m.into()).kind;
         assert_eq!(kind("Host error: timeout"), LookupErrorKind::Failed);
         assert_eq!(
-            kind("Host error: Callback evaluation failure: Cannot find node.k8s.io/v1/RuntimeClass named 'kata' inside of namespace 'None'"),
+            kind(
+                "Host error: Callback evaluation failure: Cannot find node.k8s.io/v1/RuntimeClass named 'kata' inside of namespace 'None'"
+            ),
             LookupErrorKind::NotFound
         );
-        assert_eq!(kind("runtimeclasses.node.k8s.io \"kata\" not found"), LookupErrorKind::NotFound);
-        assert_eq!(kind("Policy has not been granted access to Kubernetes v1/Node resources"), LookupErrorKind::Forbidden);
-        assert_eq!(kind("runtimeclasses.node.k8s.io \"kata\" is forbidden: not found in cache"), LookupErrorKind::Forbidden);
+        assert_eq!(
+            kind("runtimeclasses.node.k8s.io \"kata\" not found"),
+            LookupErrorKind::NotFound
+        );
+        assert_eq!(
+            kind("Policy has not been granted access to Kubernetes v1/Node resources"),
+            LookupErrorKind::Forbidden
+        );
+        assert_eq!(
+            kind("runtimeclasses.node.k8s.io \"kata\" is forbidden: not found in cache"),
+            LookupErrorKind::Forbidden
+        );
     }
 }

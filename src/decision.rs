@@ -162,12 +162,13 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         );
     }
     match constraints.find_feasible(&nodes) {
-        Ok(node) => match mutation::set_runtime_class(object, class) {
+        // The explanation names no node: the host's list order is not
+        // stable, and the same pod must get the same explanation.
+        Ok(_) => match mutation::set_runtime_class(object, class) {
             Ok(object) => Decision::Mutate {
                 object,
                 explanation: format!(
-                    "runtimeClassName {class:?} assigned: kata node {:?} can run this pod ({} kata node(s) known)",
-                    node.name(),
+                    "runtimeClassName {class:?} assigned: a kata node can run this pod ({} kata node(s) known)",
                     nodes.len()
                 ),
             },
@@ -176,7 +177,19 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
                 code: Some(400),
             },
         },
-        Err(diagnosis) => Decision::not_assigned(settings.no_feasible_node, diagnosis.to_string()),
+        Err(diagnosis) => {
+            let bound_elsewhere = pod
+                .node_name
+                .as_deref()
+                .filter(|name| nodes.iter().all(|n| n.name() != *name));
+            let why = match bound_elsewhere {
+                Some(name) => format!(
+                    "the pod is bound to node {name:?} (spec.nodeName), which is not a kata node"
+                ),
+                None => diagnosis.to_string(),
+            };
+            Decision::not_assigned(settings.no_feasible_node, why)
+        }
     }
 }
 

@@ -225,10 +225,10 @@ fn requirement(key: &str, op: SelectorOp, values: Vec<String>) -> Result<Require
         SelectorOp::In | SelectorOp::NotIn if values.is_empty() => {
             return Err(format!("{key}: 'in' and 'notin' need at least one value"));
         }
-        SelectorOp::GreaterThan | SelectorOp::LessThan => {
-            if values.iter().any(|v| v.parse::<i64>().is_err()) {
-                return Err(format!("{key}: '>' and '<' need an integer value"));
-            }
+        SelectorOp::GreaterThan | SelectorOp::LessThan
+            if values.iter().any(|v| v.parse::<i64>().is_err()) =>
+        {
+            return Err(format!("{key}: '>' and '<' need an integer value"));
         }
         _ => {}
     }

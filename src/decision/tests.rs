@@ -502,7 +502,16 @@ fn node_name_pods_are_judged_on_their_node_only() {
     ));
     assert_eq!(
         leave_text(&decide_payload(&bound("master"), &seed_cluster())),
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match the requested node name"
+        "kata runtime not assigned: the pod is bound to node \"master\" (spec.nodeName), which is not a kata node"
+    );
+    // Bound to a kata node that fails for another reason: the scheduler-style diagnosis.
+    let wrong_zone = pod_request(
+        json!({"containers": containers(), "nodeName": "worker-1", "nodeSelector": {"zone": "z"}}),
+    );
+    assert_eq!(
+        leave_text(&decide_payload(&wrong_zone, &seed_cluster())),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, \
+         1 node(s) didn't match the requested node name"
     );
     // A cordoned kata node with a NoSchedule taint still admits a bound pod.
     let mut cordoned = worker("worker-1");
@@ -520,6 +529,21 @@ fn node_name_pods_are_judged_on_their_node_only() {
             &cluster
         ))
         .contains("1 node(s) were unschedulable")
+    );
+}
+
+#[test]
+fn the_mutation_explanation_names_no_node() {
+    let mut reversed = seed_cluster();
+    reversed.nodes = Ok(json!({"items": [worker("worker-2"), worker("worker-1")]})
+        .to_string()
+        .into_bytes());
+    let plain = pod_request(json!({"containers": containers()}));
+    let a = decide_payload(&plain, &seed_cluster());
+    assert_eq!(a, decide_payload(&plain, &reversed));
+    assert_eq!(
+        a.explanation(),
+        "runtimeClassName \"kata\" assigned: a kata node can run this pod (2 kata node(s) known)"
     );
 }
 
