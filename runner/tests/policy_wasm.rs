@@ -1,0 +1,317 @@
+//! Integration tests: the real `policy.wasm`, run in the waPC host exactly as
+//! policy-server runs it, with cluster answers replayed from the same session
+//! files that e2e.bats uses.
+//!
+//! The module is `$POLICY_WASM`, else `policy.wasm` at the repository root,
+//! else the release build in `target/`, which is built if it is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use kwrun::{AdmissionResponse, Policy, Session, load_request};
+use serde_json::{Value, json};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+}
+
+/// The policy module's bytes, located or built once for the whole test binary.
+fn wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let built = root().join("target/wasm32-wasip1/release/kata_runtime_policy.wasm");
+        let candidates: Vec<PathBuf> = std::env::var_os("POLICY_WASM")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain([root().join("policy.wasm"), built.clone()])
+            .collect();
+        if let Some(found) = candidates.iter().find(|p| p.exists()) {
+            return std::fs::read(found).expect("read policy wasm");
+        }
+        let status = Command::new(env!("CARGO"))
+            .current_dir(root())
+            .args([
+                "build",
+                "--release",
+                "--target",
+                "wasm32-wasip1",
+                "-p",
+                "kata-runtime-policy",
+            ])
+            .status()
+            .expect("run cargo build for the policy");
+        assert!(status.success(), "building policy.wasm failed");
+        std::fs::read(built).expect("read built policy wasm")
+    })
+}
+
+fn policy() -> Policy {
+    Policy::from_bytes(wasm()).expect("load policy.wasm")
+}
+
+fn session(name: &str) -> Session {
+    Session::load(root().join("test_data/sessions").join(name)).expect("load session")
+}
+
+fn request(name: &str) -> Value {
+    load_request(root().join("test_data").join(name)).expect("load request")
+}
+
+/// Runs one fixture and checks that the session was used up exactly when the
+/// policy was expected to ask the cluster.
+fn run(
+    policy: &Policy,
+    request_file: &str,
+    session_file: &str,
+    settings: Value,
+) -> AdmissionResponse {
+    policy.evaluate(&request(request_file), &settings, session(session_file))
+}
+
+fn warning(r: &AdmissionResponse) -> &str {
+    r.warnings
+        .as_ref()
+        .and_then(|w| w.first())
+        .map(String::as_str)
+        .unwrap_or("")
+}
+
+fn assert_only_runtime_class_added(r: &AdmissionResponse, class: &str) {
+    assert!(r.allowed, "{r:?}");
+    assert_eq!(r.patch_type.as_deref(), Some("JSONPatch"), "{r:?}");
+    assert_eq!(
+        r.patch_operations().unwrap(),
+        Some(json!([{"op": "add", "path": "/spec/runtimeClassName", "value": class}]))
+    );
+}
+
+fn assert_unchanged(r: &AdmissionResponse) {
+    assert!(r.allowed, "{r:?}");
+    assert_eq!(r.patch, None, "{r:?}");
+}
+
+#[test]
+fn settings_are_validated_by_the_module() {
+    let p = policy();
+    assert_eq!(
+        p.validate_settings(b"{}").unwrap(),
+        json!({"valid": true, "message": null})
+    );
+    let ok = std::fs::read(root().join("policy-settings.json")).unwrap();
+    assert_eq!(p.validate_settings(&ok).unwrap()["valid"], true);
+    for (bad, names) in [
+        (&br#"{"runtimeClassName":""}"#[..], "runtimeClassName"),
+        (br#"{"kataNodeSelector":"a in x"}"#, "kataNodeSelector"),
+        (br#"{"noFeasibleNode":"deny"}"#, "noFeasibleNode"),
+        (br#"{"lookupFailure":1}"#, "lookupFailure"),
+        (br#"{"skipHostNamespaces":"no"}"#, "skipHostNamespaces"),
+        (br#"{"bogus":true}"#, "bogus"),
+        (b"not json", "not valid JSON"),
+    ] {
+        let v = p.validate_settings(bad).unwrap();
+        assert_eq!(v["valid"], false, "{v}");
+        assert!(v["message"].as_str().unwrap().contains(names), "{v}");
+    }
+}
+
+#[test]
+fn the_seed_case_and_plain_pods() {
+    let p = policy();
+    let plain = run(&p, "pod-plain.json", "kata-workers.yml", json!({}));
+    assert_only_runtime_class_added(&plain, "kata");
+    assert_eq!(plain.uid, "7a1f0c66-1d1e-4c39-9c2e-000000000002");
+    assert_eq!(plain.warnings, None);
+    assert_eq!(
+        plain.audit_annotations.as_ref().unwrap()["decision"],
+        "mutated"
+    );
+
+    let pinned = run(&p, "pod-master-pinned.json", "kata-workers.yml", json!({}));
+    assert_unchanged(&pinned);
+    assert_eq!(
+        warning(&pinned),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+    );
+    let refused = run(
+        &p,
+        "pod-master-pinned.json",
+        "kata-workers.yml",
+        json!({"noFeasibleNode": "reject"}),
+    );
+    assert!(!refused.allowed);
+    assert_eq!(
+        refused.status.as_ref().unwrap().message.as_deref(),
+        Some(warning(&pinned))
+    );
+}
+
+#[test]
+fn pinned_and_bound_pods() {
+    let p = policy();
+    assert_only_runtime_class_added(
+        &run(&p, "pod-daemonset.json", "kata-workers.yml", json!({})),
+        "kata",
+    );
+    assert_unchanged(&run(
+        &p,
+        "pod-daemonset-master.json",
+        "kata-workers.yml",
+        json!({}),
+    ));
+    assert_only_runtime_class_added(
+        &run(&p, "pod-node-name.json", "kata-workers.yml", json!({})),
+        "kata",
+    );
+}
+
+#[test]
+fn skipped_requests_never_ask_the_cluster() {
+    let p = policy();
+    for (file, warned) in [
+        (
+            "pod-host-network.json",
+            "kata runtime not assigned: the pod uses hostNetwork, which Kata Containers cannot provide",
+        ),
+        (
+            "pod-runtime-class.json",
+            "pod already sets runtimeClassName \"gvisor\"; left unchanged",
+        ),
+        ("deployment.json", ""),
+    ] {
+        let r = p.evaluate(&request(file), &json!({}), session("kata-workers.yml"));
+        assert_unchanged(&r);
+        assert_eq!(warning(&r), warned, "{file}");
+        assert_eq!(
+            p.take_session().remaining(),
+            2,
+            "{file}: the cluster was queried"
+        );
+    }
+}
+
+#[test]
+fn runtime_class_scheduling_and_conflicts() {
+    let p = policy();
+    assert_only_runtime_class_added(
+        &run(
+            &p,
+            "pod-plain.json",
+            "runtimeclass-scheduling.yml",
+            json!({}),
+        ),
+        "kata",
+    );
+    assert_eq!(p.take_session().remaining(), 0, "both queries answered");
+    let pinned = run(
+        &p,
+        "pod-master-pinned.json",
+        "runtimeclass-scheduling.yml",
+        json!({}),
+    );
+    assert_eq!(
+        warning(&pinned),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, \
+         1 node(s) were unschedulable"
+    );
+    let conflict = run(
+        &p,
+        "pod-selector-conflict.json",
+        "runtimeclass-scheduling.yml",
+        json!({}),
+    );
+    assert_unchanged(&conflict);
+    assert!(
+        warning(&conflict).contains("requires nodeSelector katacontainers.io/kata-runtime=true"),
+        "{conflict:?}"
+    );
+    let missing = run(&p, "pod-plain.json", "runtimeclass-missing.yml", json!({}));
+    assert_unchanged(&missing);
+    assert_eq!(
+        warning(&missing),
+        "kata runtime not assigned: RuntimeClass \"kata\" does not exist"
+    );
+}
+
+#[test]
+fn cluster_failures_follow_the_settings() {
+    let p = policy();
+    let none = run(&p, "pod-plain.json", "no-kata-nodes.yml", json!({}));
+    assert_unchanged(&none);
+    assert!(warning(&none).contains("no node matches kataNodeSelector"));
+    let forbidden = run(&p, "pod-plain.json", "forbidden.yml", json!({}));
+    assert_unchanged(&forbidden);
+    assert!(
+        warning(&forbidden).starts_with("kata runtime not assigned: cannot list kata nodes:"),
+        "{forbidden:?}"
+    );
+    assert!(warning(&forbidden).len() <= 255);
+    let reason = &forbidden.audit_annotations.as_ref().unwrap()["reason"];
+    assert!(
+        reason.contains("nodes is forbidden") && reason.contains("get/list/watch on nodes"),
+        "{reason}"
+    );
+    let strict = run(
+        &p,
+        "pod-plain.json",
+        "forbidden.yml",
+        json!({"lookupFailure": "reject"}),
+    );
+    assert!(!strict.allowed);
+}
+
+#[test]
+fn a_changed_query_is_caught_by_the_replay() {
+    // A different kataNodeSelector is a different host query: the recorded
+    // session no longer matches, and the policy reports a lookup failure.
+    let p = policy();
+    let r = run(
+        &p,
+        "pod-plain.json",
+        "kata-workers.yml",
+        json!({"kataNodeSelector": "kata=yes"}),
+    );
+    assert_unchanged(&r);
+    let reason = &r.audit_annotations.as_ref().unwrap()["reason"];
+    assert!(
+        reason.contains("Replay error: unexpected request"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn malformed_requests_are_refused_not_trapped() {
+    let p = policy();
+    let r = run(&p, "pod-malformed.json", "kata-workers.yml", json!({}));
+    assert!(!r.allowed);
+    let status = r.status.unwrap();
+    assert_eq!(status.code, Some(400));
+    assert!(
+        status
+            .message
+            .unwrap()
+            .contains("the object is not a valid Pod")
+    );
+    // A request that is not an AdmissionRequest at all.
+    let raw = p
+        .validate(&json!("not a request"), &json!({}), Session::none())
+        .unwrap();
+    assert_eq!(raw["accepted"], false);
+    assert_eq!(raw["code"], 400);
+}
+
+#[test]
+fn unknown_fields_survive_the_mutation() {
+    let p = policy();
+    let mut req = request("pod-plain.json");
+    req["object"]["spec"]["someFutureField"] = json!({"deep": [1, {"x": 12345678901234567890u64}]});
+    req["object"]["x-top-level"] = json!(true);
+    let raw = p
+        .validate(&req, &json!({}), session("kata-workers.yml"))
+        .unwrap();
+    let mut expected = req["object"].clone();
+    expected["spec"]["runtimeClassName"] = json!("kata");
+    assert_eq!(raw["mutated_object"], expected);
+}
