@@ -45,7 +45,16 @@ impl LookupError {
         } else {
             LookupErrorKind::Failed
         };
-        LookupError { kind, message }
+        // Prefixes added by the waPC guest and by policy-evaluator say nothing
+        // to the user.
+        let mut text = message.as_str();
+        for prefix in ["Host error: ", "Callback evaluation failure: "] {
+            text = text.strip_prefix(prefix).unwrap_or(text);
+        }
+        LookupError {
+            kind,
+            message: text.to_string(),
+        }
     }
 }
 
@@ -150,6 +159,11 @@ mod tests {
         assert_eq!(forbidden.kind, LookupErrorKind::Forbidden);
         let kind = |m: &str| LookupError::from_host(m.into()).kind;
         assert_eq!(kind("Host error: timeout"), LookupErrorKind::Failed);
+        assert_eq!(
+            LookupError::from_host("Host error: Callback evaluation failure: timeout".into())
+                .message,
+            "timeout"
+        );
         assert_eq!(
             kind(
                 "Host error: Callback evaluation failure: Cannot find node.k8s.io/v1/RuntimeClass named 'kata' inside of namespace 'None'"

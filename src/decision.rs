@@ -194,16 +194,18 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
 }
 
 fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {
+    // The fix comes before the host's (long) text so that it survives the
+    // 255-byte cut of the warning.
     let hint = match e.kind {
         LookupErrorKind::Forbidden => {
-            " (grant the policy-server service account get/list/watch on nodes and runtimeclasses.node.k8s.io, \
-             and list both in the policy's contextAwareResources)"
+            " (forbidden: grant policy-server get/list/watch on nodes and runtimeclasses.node.k8s.io, \
+             and list both in contextAwareResources)"
         }
         LookupErrorKind::NotFound | LookupErrorKind::Failed => "",
     };
     Decision::not_assigned(
         settings.lookup_failure,
-        format!("{what}: {}{hint}", e.message),
+        format!("{what}{hint}: {}", e.message),
     )
 }
 

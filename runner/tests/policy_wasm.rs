@@ -244,10 +244,16 @@ fn cluster_failures_follow_the_settings() {
     let forbidden = run(&p, "pod-plain.json", "forbidden.yml", json!({}));
     assert_unchanged(&forbidden);
     assert!(
-        warning(&forbidden).starts_with("kata runtime not assigned: cannot list kata nodes:"),
+        warning(&forbidden).starts_with(
+            "kata runtime not assigned: cannot list kata nodes (forbidden: grant policy-server"
+        ),
         "{forbidden:?}"
     );
     assert!(warning(&forbidden).len() <= 255);
+    assert!(
+        warning(&forbidden).contains("get/list/watch on nodes"),
+        "the fix survives the cut"
+    );
     let reason = &forbidden.audit_annotations.as_ref().unwrap()["reason"];
     assert!(
         reason.contains("nodes is forbidden") && reason.contains("get/list/watch on nodes"),

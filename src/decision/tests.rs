@@ -398,7 +398,9 @@ fn lookup_failures_follow_lookup_failure() {
     let d = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
     let text = leave_text(&d);
     assert!(
-        text.starts_with("kata runtime not assigned: cannot list kata nodes: nodes is forbidden"),
+        text.starts_with(
+            "kata runtime not assigned: cannot list kata nodes (forbidden: grant policy-server get/list/watch on nodes"
+        ) && text.ends_with(": nodes is forbidden"),
         "{text}"
     );
     assert!(
