@@ -3,6 +3,8 @@
 //! installed can run that Pod. This file only wires the waPC entry points;
 //! the logic lives in [`decision`].
 
+#[cfg(feature = "bench")]
+mod bench;
 pub mod cluster;
 pub mod decision;
 pub mod labels;
@@ -29,6 +31,8 @@ pub extern "C" fn wapc_init() {
         "protocol_version",
         kubewarden_policy_sdk::protocol_version_guest,
     );
+    #[cfg(feature = "bench")]
+    bench::register();
 }
 
 fn validate(payload: &[u8]) -> CallResult {

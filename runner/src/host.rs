@@ -198,6 +198,14 @@ impl Policy {
         self.host.call(operation, payload)
     }
 
+    /// Calls any guest operation with a raw payload and `session` answering
+    /// its host calls: what the benchmark times.
+    pub fn call_raw(&self, operation: &str, payload: &[u8], session: Session) -> Result<Vec<u8>> {
+        self.set_session(session);
+        self.call(operation, payload)
+            .map_err(|e| anyhow!("guest operation {operation} failed: {e}"))
+    }
+
     /// Runs the guest's `validate_settings` on raw settings JSON, with no
     /// session installed. Returns the guest's `{"valid": bool, "message": ...}`.
     pub fn validate_settings(&self, settings_json: &[u8]) -> Result<Value> {

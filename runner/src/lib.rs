@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod clustergen;
 mod host;
 mod output;
 mod request;

@@ -1,0 +1,275 @@
+//! `make bench`: the policy's cost per admission over generated clusters,
+//! measured through the real `.wasm` in the waPC host.
+//!
+//! For each cluster size it times, after a warm-up, many `validate` calls per
+//! pod case, and a floor in the same run: a bench-only guest function that
+//! makes the same node query and only validates the answer as JSON. Reported
+//! as medians, spread (p10–p90) and ratios, which survive a noisy machine
+//! better than absolute times.
+//!
+//! Usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100,1000,10000] [--seconds S]
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use kwrun::{CallbackRequest, Exchange, Policy, Response, Session, clustergen};
+use serde_json::{Value, json};
+
+const SELECTOR: &str = "katacontainers.io/kata-runtime=true";
+const SEED: u64 = 0x6b61_7461;
+
+fn runtime_class_request() -> CallbackRequest {
+    CallbackRequest::KubernetesGetResource {
+        api_version: "node.k8s.io/v1".into(),
+        kind: "RuntimeClass".into(),
+        name: "kata".into(),
+        namespace: None,
+        disable_cache: false,
+        field_masks: None,
+    }
+}
+
+fn nodes_request() -> CallbackRequest {
+    CallbackRequest::KubernetesListResourceAll {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        label_selector: Some(SELECTOR.into()),
+        field_selector: None,
+        field_masks: Some(["spec.taints".to_string(), "spec.unschedulable".to_string()].into()),
+    }
+}
+
+const RUNTIME_CLASS: &str = r#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata","overhead":{"podFixed":{"cpu":"250m","memory":"160Mi"}},"scheduling":{"nodeSelector":{"katacontainers.io/kata-runtime":"true"}}}"#;
+
+/// Which host calls a case makes: the session must answer exactly those.
+#[derive(Clone, Copy, PartialEq)]
+enum Calls {
+    None,
+    RuntimeClassAndNodes,
+    NodesOnly,
+}
+
+struct Case {
+    id: &'static str,
+    what: &'static str,
+    pod_spec: Value,
+    calls: Calls,
+    /// The decision the case must produce, so that a broken fixture is not
+    /// silently measured as an error path.
+    expect: &'static str,
+}
+
+fn containers() -> Value {
+    json!([{"name": "app", "image": "registry.example.com/app:v1", "resources": {"requests": {"cpu": "100m"}}}])
+}
+
+fn cases(size: usize) -> Vec<Case> {
+    let last = clustergen::node_name(size - 1);
+    let middle = clustergen::node_name(size / 2);
+    let tolerate_all = json!([{"operator": "Exists"}]);
+    vec![
+        Case {
+            id: "0",
+            what: "already names a runtimeClassName (skip)",
+            pod_spec: json!({"containers": containers(), "runtimeClassName": "gvisor"}),
+            calls: Calls::None,
+            expect: "unchanged",
+        },
+        Case {
+            id: "a",
+            what: "plain pod, fits most nodes",
+            pod_spec: json!({"containers": containers()}),
+            calls: Calls::RuntimeClassAndNodes,
+            expect: "mutated",
+        },
+        Case {
+            id: "b",
+            what: "fits only the last node",
+            pod_spec: json!({"containers": containers(), "nodeSelector": {"kubernetes.io/hostname": last},
+                             "tolerations": tolerate_all}),
+            calls: Calls::RuntimeClassAndNodes,
+            expect: "mutated",
+        },
+        Case {
+            id: "c",
+            what: "fits no node (full diagnosis)",
+            pod_spec: json!({"containers": containers(), "nodeSelector": {"topology.kubernetes.io/zone": "eu-west-1z"}}),
+            calls: Calls::RuntimeClassAndNodes,
+            expect: "unchanged",
+        },
+        Case {
+            id: "d",
+            what: "DaemonSet pod pinned by matchFields (middle node)",
+            pod_spec: json!({"containers": containers(), "tolerations": tolerate_all,
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms":
+                    [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [middle]}]}]}}}}),
+            calls: Calls::RuntimeClassAndNodes,
+            expect: "mutated",
+        },
+        Case {
+            id: "e",
+            what: "bound by nodeName (middle node)",
+            pod_spec: json!({"containers": containers(), "nodeName": middle, "tolerations": tolerate_all}),
+            calls: Calls::RuntimeClassAndNodes,
+            expect: "mutated",
+        },
+    ]
+}
+
+fn validate_payload(pod_spec: &Value) -> Vec<u8> {
+    let request = json!({
+        "uid": "bench", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "operation": "CREATE", "namespace": "default", "name": "bench",
+        "userInfo": {"username": "bench"},
+        "object": {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": "bench", "namespace": "default", "labels": {"app": "bench"}},
+                   "spec": pod_spec},
+    });
+    serde_json::to_vec(&json!({"request": request, "settings": {}})).unwrap_or_default()
+}
+
+fn session(calls: Calls, nodes: &str) -> Session {
+    let success = |payload: &str| Response::Success { payload: payload.to_string() };
+    let exchanges = match calls {
+        Calls::None => vec![],
+        Calls::RuntimeClassAndNodes => vec![
+            Exchange { request: runtime_class_request(), response: success(RUNTIME_CLASS) },
+            Exchange { request: nodes_request(), response: success(nodes) },
+        ],
+        Calls::NodesOnly => vec![Exchange { request: nodes_request(), response: success(nodes) }],
+    };
+    Session::from_exchanges(exchanges)
+}
+
+struct Stats {
+    median: Duration,
+    p10: Duration,
+    p90: Duration,
+    runs: usize,
+}
+
+/// Times `op` on a fresh instance: warm-up, then until `budget` is spent
+/// (at least 15, at most 400 runs). The session is built outside the timed
+/// region; the host's copy of the answer into the guest is inside it.
+fn measure(policy: &Policy, op: &str, payload: &[u8], calls: Calls, nodes: &str, budget: Duration) -> Result<(Stats, Vec<u8>)> {
+    let mut last = Vec::new();
+    for _ in 0..3 {
+        last = policy.call_raw(op, payload, session(calls, nodes))?;
+    }
+    let mut times = Vec::new();
+    let started = Instant::now();
+    while times.len() < 15 || (started.elapsed() < budget && times.len() < 400) {
+        let s = session(calls, nodes);
+        let t = Instant::now();
+        last = policy.call_raw(op, payload, s)?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    Ok((Stats { median: at(0.5), p10: at(0.1), p90: at(0.9), runs: times.len() }, last))
+}
+
+fn memory_mib(policy: &Policy) -> Result<f64> {
+    let raw = policy.call_raw("bench_memory_size", b"", Session::none())?;
+    let bytes: f64 = String::from_utf8_lossy(&raw).parse().context("memory size")?;
+    Ok(bytes / (1024.0 * 1024.0))
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn main() -> Result<()> {
+    let mut args = std::env::args().skip(1);
+    let mut positional = Vec::new();
+    let mut sizes = vec![10, 100, 1_000, 10_000];
+    let mut seconds = 1.5;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--sizes" => {
+                sizes = args.next().context("--sizes needs a value")?.split(',').map(str::parse).collect::<Result<_, _>>()?
+            }
+            "--seconds" => seconds = args.next().context("--seconds needs a value")?.parse()?,
+            _ => positional.push(arg),
+        }
+    }
+    let Some(guest_path) = positional.first() else {
+        bail!("usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100] [--seconds S]");
+    };
+    let guest = std::fs::read(guest_path).with_context(|| format!("read {guest_path}"))?;
+    let budget = Duration::from_secs_f64(seconds);
+
+    println!("| nodes | case | median µs | p10–p90 µs | runs | × floor | × skip (0) | guest memory MiB |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    let mut summary = Vec::new();
+    for &size in &sizes {
+        let masked = clustergen::node_list(size, true, SEED);
+        let unmasked = clustergen::node_list(size, false, SEED);
+        let floor_payload = validate_payload(&json!({"containers": containers()}));
+        let policy = Policy::from_bytes(&guest)?;
+        let (floor, _) = measure(&policy, "bench_floor", &floor_payload, Calls::NodesOnly, &masked, budget)?;
+        let policy = Policy::from_bytes(&guest)?;
+        let (floor_unmasked, _) = measure(&policy, "bench_floor", &floor_payload, Calls::NodesOnly, &unmasked, budget)?;
+        println!(
+            "| {size} | floor: same query, answer only validated as JSON | {:.0} | {:.0}–{:.0} | {} | 1.00 | | |",
+            us(floor.median), us(floor.p10), us(floor.p90), floor.runs
+        );
+        let mut skip = None;
+        for case in cases(size) {
+            let policy = Policy::from_bytes(&guest)?;
+            let payload = validate_payload(&case.pod_spec);
+            let (stats, response) = measure(&policy, "validate", &payload, case.calls, &masked, budget)?;
+            let response: Value = serde_json::from_slice(&response)?;
+            let decision = response["audit_annotations"]["decision"].as_str().unwrap_or("?");
+            if decision != case.expect {
+                bail!("case ({}) at {size} nodes decided {decision}, expected {}: {response}", case.id, case.expect);
+            }
+            let memory = memory_mib(&policy)?;
+            let skip_median = *skip.get_or_insert(stats.median);
+            println!(
+                "| {size} | ({}) {} | {:.0} | {:.0}–{:.0} | {} | {:.2} | {:.1} | {:.1} |",
+                case.id, case.what, us(stats.median), us(stats.p10), us(stats.p90), stats.runs,
+                stats.median.as_secs_f64() / floor.median.as_secs_f64(),
+                stats.median.as_secs_f64() / skip_median.as_secs_f64(),
+                memory,
+            );
+            summary.push((size, case.id, stats.median, floor.median, memory));
+        }
+        println!(
+            "| {size} | floor, unmasked Nodes (no field masks) | {:.0} | {:.0}–{:.0} | {} | {:.2} | | |",
+            us(floor_unmasked.median), us(floor_unmasked.p10), us(floor_unmasked.p90), floor_unmasked.runs,
+            floor_unmasked.median.as_secs_f64() / floor.median.as_secs_f64()
+        );
+        println!(
+            "| {size} | payload bytes: masked {} / unmasked {} ({:.1}×) | | | | | | |",
+            masked.len(), unmasked.len(), unmasked.len() as f64 / masked.len() as f64
+        );
+    }
+
+    let find = |size: usize, id: &str| summary.iter().find(|s| s.0 == size && s.1 == id);
+    println!();
+    for size in [1_000, 10_000] {
+        if let Some((_, _, c, floor, _)) = find(size, "c") {
+            println!("- (c) / floor at {size} nodes: {:.2} (target ≤ 1.5)", c.as_secs_f64() / floor.as_secs_f64());
+        }
+    }
+    if let (Some(a), Some(z)) = (find(1_000, "a"), find(1_000, "0")) {
+        println!("- (a) / (0) at 1000 nodes: {:.2} (target ≤ 3)", a.2.as_secs_f64() / z.2.as_secs_f64());
+    }
+    if let (Some(a), Some(c)) = (find(10_000, "a"), find(10_000, "c")) {
+        println!("- (a) / (c) at 10000 nodes: {:.2} (target well under 0.5)", a.2.as_secs_f64() / c.2.as_secs_f64());
+    }
+    if let (Some(c1), Some(c10)) = (find(1_000, "c"), find(10_000, "c")) {
+        println!("- (c) 10000 / 1000 nodes: {:.2} (target ≤ 10.5)", c10.2.as_secs_f64() / c1.2.as_secs_f64());
+    }
+    if let Some((_, _, _, _, memory)) = find(10_000, "c") {
+        let payload = clustergen::node_list(10_000, true, SEED).len() as f64 / (1024.0 * 1024.0);
+        println!("- guest memory after (c) at 10000 nodes: {memory:.1} MiB; payload {payload:.1} MiB + 4 MiB = {:.1} MiB", payload + 4.0);
+    }
+    if let Some(shipped) = positional.get(1) {
+        let size = std::fs::metadata(shipped).with_context(|| format!("stat {shipped}"))?.len();
+        println!("- {shipped}: {size} bytes ({:.0} KiB)", size as f64 / 1024.0);
+    }
+    Ok(())
+}

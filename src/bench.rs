@@ -1,0 +1,38 @@
+//! Guest functions for the benchmark only (cargo feature `bench`; the shipped
+//! `policy.wasm` never contains them).
+
+use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
+
+use crate::cluster::{Cluster, HostCluster};
+use crate::request;
+use crate::settings::Settings;
+
+pub fn register() {
+    guest::register_function("bench_floor", floor);
+    guest::register_function("bench_memory_size", memory_size);
+}
+
+/// The floor: the same node query the policy makes for this payload's
+/// settings, with the answer only validated as JSON. What any policy that
+/// reads the node list pays at least.
+fn floor(payload: &[u8]) -> CallResult {
+    let settings = request::parse(payload)
+        .ok()
+        .and_then(|p| p.settings.map(|s| Settings::from_json(s.get().as_bytes())))
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let bytes = HostCluster
+        .kata_nodes(settings.host_label_selector())
+        .map_err(|e| e.message)?;
+    serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)?;
+    Ok(b"{}".to_vec())
+}
+
+/// The guest's linear memory size in bytes (it never shrinks: a high-water mark).
+fn memory_size(_: &[u8]) -> CallResult {
+    #[cfg(target_arch = "wasm32")]
+    let bytes = core::arch::wasm32::memory_size(0) * 65536;
+    #[cfg(not(target_arch = "wasm32"))]
+    let bytes = 0usize;
+    Ok(bytes.to_string().into_bytes())
+}
