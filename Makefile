@@ -49,6 +49,15 @@ e2e-tests: annotated-policy.wasm
 e2e-tests-local: policy.wasm $(KWRUN)
 	KWCTL=$(KWRUN) POLICY=policy.wasm bats e2e.bats
 
+# The benchmark guest: policy.wasm's code plus bench-only functions (floor,
+# transfer, memory probe), built with the release settings into its own dir.
+BENCH_GUEST := target/wasm32-wasip1/bench-wasm/kata_runtime_policy.wasm
+
+.PHONY: bench
+bench: policy.wasm $(KWRUN)
+	cargo build --profile bench-wasm --target wasm32-wasip1 -p kata-runtime-policy --features bench
+	target/debug/kwbench $(BENCH_GUEST) policy.wasm $(BENCH_ARGS) | tee target/bench.md
+
 .PHONY: demo
 demo: setup policy.wasm $(KWRUN)
 	KWRUN=$(KWRUN) scripts/demo.sh

@@ -10,17 +10,32 @@ use crate::settings::Settings;
 pub fn register() {
     guest::register_function("bench_floor", floor);
     guest::register_function("bench_memory_size", memory_size);
+    guest::register_function("bench_transfer", transfer);
+}
+
+/// Only the node query and the host's copy of its answer into the guest:
+/// the part of every case that no parsing strategy can avoid.
+fn transfer(payload: &[u8]) -> CallResult {
+    let settings = settings(payload);
+    let bytes = HostCluster
+        .kata_nodes(settings.host_label_selector())
+        .map_err(|e| e.message)?;
+    Ok(bytes.len().to_string().into_bytes())
+}
+
+fn settings(payload: &[u8]) -> Settings {
+    request::parse(payload)
+        .ok()
+        .and_then(|p| p.settings.map(|s| Settings::from_json(s.get().as_bytes())))
+        .and_then(Result::ok)
+        .unwrap_or_default()
 }
 
 /// The floor: the same node query the policy makes for this payload's
 /// settings, with the answer only validated as JSON. What any policy that
 /// reads the node list pays at least.
 fn floor(payload: &[u8]) -> CallResult {
-    let settings = request::parse(payload)
-        .ok()
-        .and_then(|p| p.settings.map(|s| Settings::from_json(s.get().as_bytes())))
-        .and_then(Result::ok)
-        .unwrap_or_default();
+    let settings = settings(payload);
     let bytes = HostCluster
         .kata_nodes(settings.host_label_selector())
         .map_err(|e| e.message)?;

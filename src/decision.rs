@@ -3,9 +3,9 @@
 //! testable natively with a fake cluster.
 
 use crate::cluster::{Cluster, LookupError, LookupErrorKind};
-use crate::node::parse_node_list;
 use crate::pod::PodFacts;
 use crate::request::{self, AdmissionRequest};
+use crate::scheduling::Feasibility;
 use crate::settings::{Outcome, Settings};
 use crate::{mutation, runtime_class};
 
@@ -148,49 +148,40 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         Ok(bytes) => bytes,
         Err(e) => return lookup_failed(settings, "cannot list kata nodes", &e),
     };
-    let nodes = match parse_node_list(&node_bytes) {
-        Ok(nodes) => nodes,
+    let (diagnosis, bound_elsewhere) = match constraints.find_feasible(&node_bytes) {
+        Ok(Feasibility::Fits) => {
+            return match mutation::set_runtime_class(object, class) {
+                Ok(object) => Decision::Mutate {
+                    object,
+                    // Names no node and no count: the search stops at the first
+                    // fit, and the host's list order is not stable.
+                    explanation: format!(
+                        "runtimeClassName {class:?} assigned: a kata node can run this pod"
+                    ),
+                },
+                Err(e) => Decision::Reject {
+                    explanation: format!("cannot mutate the Pod: {e}"),
+                    code: Some(400),
+                },
+            };
+        }
+        Ok(Feasibility::NoneFits {
+            diagnosis,
+            bound_elsewhere,
+        }) => (diagnosis, bound_elsewhere),
         Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
     };
-    if nodes.is_empty() {
-        return Decision::not_assigned(
-            settings.no_feasible_node,
-            format!(
-                "no node matches kataNodeSelector {:?}",
-                selector.unwrap_or_default()
-            ),
-        );
-    }
-    match constraints.find_feasible(&nodes) {
-        // The explanation names no node: the host's list order is not
-        // stable, and the same pod must get the same explanation.
-        Ok(_) => match mutation::set_runtime_class(object, class) {
-            Ok(object) => Decision::Mutate {
-                object,
-                explanation: format!(
-                    "runtimeClassName {class:?} assigned: a kata node can run this pod ({} kata node(s) known)",
-                    nodes.len()
-                ),
-            },
-            Err(e) => Decision::Reject {
-                explanation: format!("cannot mutate the Pod: {e}"),
-                code: Some(400),
-            },
-        },
-        Err(diagnosis) => {
-            let bound_elsewhere = pod
-                .node_name
-                .as_deref()
-                .filter(|name| nodes.iter().all(|n| n.name() != *name));
-            let why = match bound_elsewhere {
-                Some(name) => format!(
-                    "the pod is bound to node {name:?} (spec.nodeName), which is not a kata node"
-                ),
-                None => diagnosis.to_string(),
-            };
-            Decision::not_assigned(settings.no_feasible_node, why)
-        }
-    }
+    let why = if diagnosis.total() == 0 {
+        format!(
+            "no node matches kataNodeSelector {:?}",
+            selector.unwrap_or_default()
+        )
+    } else if let Some(name) = bound_elsewhere {
+        format!("the pod is bound to node {name:?} (spec.nodeName), which is not a kata node")
+    } else {
+        diagnosis.to_string()
+    };
+    Decision::not_assigned(settings.no_feasible_node, why)
 }
 
 fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {

@@ -34,13 +34,19 @@ impl Rng {
     }
 
     fn hex(&mut self, len: usize) -> String {
-        (0..len).map(|_| char::from_digit(self.below(16) as u32, 16).unwrap_or('0')).collect()
+        (0..len)
+            .map(|_| char::from_digit(self.below(16) as u32, 16).unwrap_or('0'))
+            .collect()
     }
 }
 
 /// The name of node `i`, as EC2-style private DNS names look.
 pub fn node_name(i: usize) -> String {
-    format!("ip-10-0-{}-{}.eu-west-1.compute.internal", i / 250, i % 250 + 2)
+    format!(
+        "ip-10-0-{}-{}.eu-west-1.compute.internal",
+        i / 250,
+        i % 250 + 2
+    )
 }
 
 const ZONES: [&str; 3] = ["eu-west-1a", "eu-west-1b", "eu-west-1c"];
@@ -50,7 +56,11 @@ fn labels(rng: &mut Rng, i: usize, name: &str) -> Value {
     let zone = *rng.pick(&ZONES);
     let instance = *rng.pick(&INSTANCE_TYPES);
     let arch = if rng.below(5) == 0 { "arm64" } else { "amd64" };
-    let capacity = if rng.below(3) == 0 { "SPOT" } else { "ON_DEMAND" };
+    let capacity = if rng.below(3) == 0 {
+        "SPOT"
+    } else {
+        "ON_DEMAND"
+    };
     json!({
         "beta.kubernetes.io/arch": arch,
         "beta.kubernetes.io/instance-type": instance,
@@ -204,12 +214,29 @@ mod tests {
         let items = v["items"].as_array().unwrap();
         assert_eq!(items.len(), 50);
         assert_eq!(items[3]["metadata"]["name"], node_name(3));
-        assert_eq!(items[0]["metadata"]["labels"].as_object().unwrap().len(), 20);
-        assert_eq!(items[0]["metadata"]["annotations"].as_object().unwrap().len(), 10);
+        assert_eq!(
+            items[0]["metadata"]["labels"].as_object().unwrap().len(),
+            20
+        );
+        assert_eq!(
+            items[0]["metadata"]["annotations"]
+                .as_object()
+                .unwrap()
+                .len(),
+            10
+        );
         assert!(items.iter().all(|n| n.get("status").is_none()));
-        let tainted = items.iter().filter(|n| n["spec"].get("taints").is_some()).count();
+        let tainted = items
+            .iter()
+            .filter(|n| n["spec"].get("taints").is_some())
+            .count();
         assert!(tainted > 0 && tainted < 40, "{tainted}");
         let unmasked = node_list(50, false, 7);
-        assert!(unmasked.len() > 5 * a.len(), "status dominates: {} vs {}", unmasked.len(), a.len());
+        assert!(
+            unmasked.len() > 5 * a.len(),
+            "status dominates: {} vs {}",
+            unmasked.len(),
+            a.len()
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Why no kata node can run a pod: a histogram of first-failure reasons,
 //! rendered like kube-scheduler's FitError.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use super::Reason;
@@ -9,7 +9,8 @@ use super::Reason;
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Diagnosis<'n> {
     total: usize,
-    reasons: HashMap<Reason<'n>, usize>,
+    // A handful of distinct reasons: ordered comparisons beat hashing them.
+    reasons: BTreeMap<Reason<'n>, usize>,
 }
 
 impl<'n> Diagnosis<'n> {
@@ -54,22 +55,13 @@ mod tests {
     #[test]
     fn most_frequent_first_then_alphabetical() {
         let mut d = Diagnosis::default();
-        d.record(Reason::UntoleratedTaint {
-            key: "b",
-            value: "1",
-        });
+        d.record(Reason::taint("b", "1"));
         for _ in 0..10 {
             d.record(Reason::NodeAffinity);
         }
         d.record(Reason::Unschedulable);
-        d.record(Reason::UntoleratedTaint {
-            key: "a",
-            value: "",
-        });
-        d.record(Reason::UntoleratedTaint {
-            key: "b",
-            value: "1",
-        });
+        d.record(Reason::taint("a", ""));
+        d.record(Reason::taint("b", "1"));
         assert_eq!(d.total(), 14);
         assert_eq!(
             d.to_string(),

@@ -11,23 +11,50 @@ pub mod node_name;
 pub mod node_unschedulable;
 pub mod taint_toleration;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
 
 pub use diagnosis::Diagnosis;
+
+/// The answer of [`Constraints::find_feasible`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Feasibility<'n> {
+    Fits,
+    NoneFits {
+        diagnosis: Diagnosis<'n>,
+        bound_elsewhere: Option<String>,
+    },
+}
 use node_affinity::RequiredNodeAffinity;
 use taint_toleration::{NO_EXECUTE, NO_SCHEDULE, first_untolerated};
 
-use crate::node::Node;
+use std::ops::ControlFlow;
+
+use crate::node::{LabelFilter, Node, Scan, scan_node_list};
 
 /// Why a node cannot run the pod, in kube-scheduler's words.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason<'n> {
     Unschedulable,
     NodeName,
-    UntoleratedTaint { key: &'n str, value: &'n str },
+    /// Borrowed from the node list where the JSON allows, so that the
+    /// diagnosis outlives each parsed node without copying.
+    UntoleratedTaint {
+        key: Cow<'n, str>,
+        value: Cow<'n, str>,
+    },
     NodeAffinity,
+}
+
+impl<'n> Reason<'n> {
+    pub fn taint(key: impl Into<Cow<'n, str>>, value: impl Into<Cow<'n, str>>) -> Self {
+        Reason::UntoleratedTaint {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
 }
 
 impl std::fmt::Display for Reason<'_> {
@@ -54,6 +81,8 @@ pub struct Constraints {
     node_name: Option<String>,
     affinity: RequiredNodeAffinity,
     tolerations: Vec<Toleration>,
+    /// The node labels `affinity` reads; a node scan skips all others.
+    label_keys: Vec<String>,
 }
 
 impl Constraints {
@@ -63,20 +92,22 @@ impl Constraints {
         required_affinity: Option<&NodeSelector>,
         tolerations: Vec<Toleration>,
     ) -> Self {
+        let affinity = RequiredNodeAffinity::new(node_selector, required_affinity);
         Constraints {
             node_name: node_name.map(str::to_string),
-            affinity: RequiredNodeAffinity::new(node_selector, required_affinity),
+            label_keys: affinity.label_keys(),
+            affinity,
             tolerations,
         }
     }
 
     /// `Ok` when the node can run the pod, else the first failing filter.
-    pub fn check<'n>(&self, node: &'n Node) -> Result<(), Reason<'n>> {
+    pub fn check<'n>(&self, node: &Node<'n>) -> Result<(), Reason<'n>> {
         let untolerated = |effects: &[&str]| {
             first_untolerated(&node.spec.taints, &self.tolerations, effects).map(|t| {
                 Reason::UntoleratedTaint {
-                    key: t.key.as_str(),
-                    value: t.value(),
+                    key: t.key.0.clone(),
+                    value: t.value.as_ref().map_or(Cow::Borrowed(""), |v| v.0.clone()),
                 }
             })
         };
@@ -109,20 +140,30 @@ impl Constraints {
         Ok(())
     }
 
-    /// The first node that can run the pod, or why none can. Stops at the
-    /// first feasible node: the diagnosis is only needed when there is none.
-    pub fn find_feasible<'a, 'n>(
-        &self,
-        nodes: &'a [Node<'n>],
-    ) -> Result<&'a Node<'n>, Diagnosis<'a>> {
+    /// Whether any node of the host's NodeList can run the pod; if none can,
+    /// why. Nodes are checked as they are parsed and parsing stops at the
+    /// first one that fits: the diagnosis is only needed when none does.
+    pub fn find_feasible<'n>(&self, node_list: &'n [u8]) -> Result<Feasibility<'n>, String> {
         let mut diagnosis = Diagnosis::default();
-        for node in nodes {
+        let mut named_node_seen = false;
+        let scan = scan_node_list(node_list, LabelFilter::Only(&self.label_keys), |node| {
+            named_node_seen |= self.node_name.as_deref() == Some(node.name());
             match self.check(node) {
-                Ok(()) => return Ok(node),
-                Err(reason) => diagnosis.record(reason),
+                Ok(()) => ControlFlow::Break(()),
+                Err(reason) => {
+                    diagnosis.record(reason);
+                    ControlFlow::Continue(())
+                }
             }
-        }
-        Err(diagnosis)
+        })?;
+        Ok(match scan {
+            Scan::Stopped => Feasibility::Fits,
+            Scan::Completed => Feasibility::NoneFits {
+                diagnosis,
+                // `spec.nodeName` names a node that is not in the kata list.
+                bound_elsewhere: self.node_name.clone().filter(|_| !named_node_seen),
+            },
+        })
     }
 }
 
@@ -186,13 +227,7 @@ mod tests {
         assert_eq!(c.check(&n), Err(Reason::Unschedulable));
         let c = constraints(json!({"nodeSelector": {"x": "y"},
             "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}));
-        assert_eq!(
-            c.check(&n),
-            Err(Reason::UntoleratedTaint {
-                key: "t",
-                value: "v"
-            })
-        );
+        assert_eq!(c.check(&n), Err(Reason::taint("t", "v")));
         let c = constraints(
             json!({"nodeSelector": {"x": "y"}, "tolerations": [{"operator": "Exists"}]}),
         );
@@ -215,10 +250,7 @@ mod tests {
         assert_eq!(plain.check(&worker), Ok(()));
         assert_eq!(
             plain.check(&master()),
-            Err(Reason::UntoleratedTaint {
-                key: "node-role.kubernetes.io/master",
-                value: ""
-            })
+            Err(Reason::taint("node-role.kubernetes.io/master", ""))
         );
     }
 
@@ -246,13 +278,7 @@ mod tests {
         let evicting = node(
             json!({"name": "w1", "taints": [{"key": "gone", "value": "x", "effect": "NoExecute"}]}),
         );
-        assert_eq!(
-            bound.check(&evicting),
-            Err(Reason::UntoleratedTaint {
-                key: "gone",
-                value: "x"
-            })
-        );
+        assert_eq!(bound.check(&evicting), Err(Reason::taint("gone", "x")));
         let wrong_zone = constraints(json!({"nodeName": "w1", "nodeSelector": {"zone": "b"}}));
         assert_eq!(
             wrong_zone.check(&tainted),
@@ -263,20 +289,47 @@ mod tests {
 
     #[test]
     fn find_feasible_stops_at_the_first_fit_and_diagnoses_otherwise() {
-        let nodes = vec![
-            master(),
-            node(json!({"name": "w1"})),
-            node(json!({"name": "w2"})),
-        ];
+        let list = |tail: &str| {
+            format!(
+                r#"{{"kind":"NodeList","items":[
+                {{"metadata":{{"name":"master","labels":{{"node-role.kubernetes.io/master":""}}}},
+                  "spec":{{"taints":[{{"key":"node-role.kubernetes.io/master","effect":"NoSchedule"}}]}}}},
+                {{"metadata":{{"name":"w1"}}}},
+                {{"metadata":{{"name":"w2"}}}}{tail}"#
+            )
+        };
+        let complete = list("]}");
         let plain = constraints(json!({}));
-        assert_eq!(plain.find_feasible(&nodes).unwrap().name(), "w1");
-        let pinned = constraints(json!({"nodeSelector": {"node-role.kubernetes.io/master": ""}}));
-        let d = pinned.find_feasible(&nodes).unwrap_err();
         assert_eq!(
-            d.to_string(),
+            plain.find_feasible(complete.as_bytes()),
+            Ok(Feasibility::Fits)
+        );
+        // Parsing stops at w1: what follows it is never read.
+        let truncated = list(", garbage");
+        assert_eq!(
+            plain.find_feasible(truncated.as_bytes()),
+            Ok(Feasibility::Fits)
+        );
+        let pinned = constraints(json!({"nodeSelector": {"node-role.kubernetes.io/master": ""}}));
+        let Ok(Feasibility::NoneFits {
+            diagnosis,
+            bound_elsewhere: None,
+        }) = pinned.find_feasible(complete.as_bytes())
+        else {
+            panic!("expected no fit")
+        };
+        assert_eq!(
+            diagnosis.to_string(),
             "0/3 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector, \
              1 node(s) had untolerated taint {node-role.kubernetes.io/master: }"
         );
+        // Without a fit, the whole list must be valid.
+        assert!(pinned.find_feasible(truncated.as_bytes()).is_err());
+        let bound = constraints(json!({"nodeName": "elsewhere"}));
+        assert!(matches!(
+            bound.find_feasible(complete.as_bytes()),
+            Ok(Feasibility::NoneFits { bound_elsewhere: Some(name), .. }) if name == "elsewhere"
+        ));
     }
 
     #[test]
@@ -294,11 +347,7 @@ mod tests {
             "node(s) didn't match Pod's node affinity/selector"
         );
         assert_eq!(
-            Reason::UntoleratedTaint {
-                key: "k",
-                value: ""
-            }
-            .to_string(),
+            Reason::taint("k", "").to_string(),
             "node(s) had untolerated taint {k: }"
         );
     }

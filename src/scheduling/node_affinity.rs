@@ -176,6 +176,20 @@ impl RequiredNodeAffinity {
         }
     }
 
+    /// Every label key this matcher reads: a node scan keeps only these.
+    pub fn label_keys(&self) -> Vec<String> {
+        let selector = self.node_selector.iter().map(|(k, _)| k);
+        let terms = self
+            .terms
+            .iter()
+            .flatten()
+            .flat_map(|t| t.labels.iter().map(|r| &r.key));
+        let mut keys: Vec<String> = selector.chain(terms).cloned().collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
     /// Whether the node passes the NodeAffinity filter.
     pub fn matches(&self, node: &Node) -> bool {
         self.node_selector
