@@ -14,10 +14,14 @@ all: policy.wasm
 setup:
 	scripts/setup.sh
 
+# wasm-opt -Oz (Debian's binaryen) takes 14% off the module at no measured
+# cost in speed; policy-server compiles the module at boot (BENCHMARKS.md).
+WASM_OPT_FEATURES := --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int --enable-mutable-globals
+
 policy.wasm: $(SOURCE_FILES)
 	rustup target add wasm32-wasip1
 	cargo build --target=wasm32-wasip1 --release -p kata-runtime-policy
-	cp target/wasm32-wasip1/release/kata_runtime_policy.wasm policy.wasm
+	wasm-opt -Oz $(WASM_OPT_FEATURES) target/wasm32-wasip1/release/kata_runtime_policy.wasm -o policy.wasm
 
 annotated-policy.wasm: policy.wasm metadata.yml README.md
 	$(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm

@@ -385,12 +385,19 @@ fn main() -> Result<()> {
         );
     }
     if let Some(shipped) = positional.get(1) {
-        let size = std::fs::metadata(shipped)
-            .with_context(|| format!("stat {shipped}"))?
-            .len();
+        let bytes = std::fs::read(shipped).with_context(|| format!("read {shipped}"))?;
+        let mut compile: Vec<Duration> = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                Policy::from_bytes(&bytes).map(|_| t.elapsed())
+            })
+            .collect::<Result<_>>()?;
+        compile.sort();
         println!(
-            "- {shipped}: {size} bytes ({:.0} KiB)",
-            size as f64 / 1024.0
+            "- {shipped}: {} bytes ({:.0} KiB); compile + instantiate in the host: {:.0} ms (median of 5)",
+            bytes.len(),
+            bytes.len() as f64 / 1024.0,
+            compile[2].as_secs_f64() * 1e3
         );
     }
     Ok(())

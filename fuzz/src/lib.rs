@@ -1,0 +1,146 @@
+//! Shared by the fuzz targets: a fake [`Cluster`] and strict JSON helpers for
+//! the invariants.
+
+use std::fmt;
+
+use kata_runtime_policy::cluster::{Cluster, LookupError};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// A kata-deploy-like RuntimeClass with scheduling constraints and overhead,
+/// so that the merge and overhead paths run.
+pub const RUNTIME_CLASS: &str = r#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata","labels":{"app.kubernetes.io/managed-by":"kata-deploy"}},"handler":"kata","overhead":{"podFixed":{"cpu":"250m","memory":"160Mi"}},"scheduling":{"nodeSelector":{"katacontainers.io/kata-runtime":"true"},"tolerations":[{"key":"kata.example.com/dedicated","operator":"Exists","effect":"NoSchedule"}]}}"#;
+
+/// Three nodes: a tainted control plane without Kata, a Kata worker with the
+/// taint the RuntimeClass tolerates, and a cordoned Kata worker.
+pub const NODE_LIST: &str = r#"{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":[{"metadata":{"name":"master","labels":{"kubernetes.io/hostname":"master","kubernetes.io/os":"linux","node-role.kubernetes.io/master":"","node-role.kubernetes.io/control-plane":""}},"spec":{"taints":[{"key":"node-role.kubernetes.io/master","effect":"NoSchedule"}]}},{"metadata":{"name":"worker-1","labels":{"kubernetes.io/hostname":"worker-1","kubernetes.io/os":"linux","katacontainers.io/kata-runtime":"true","zone":"a","cores":"8"}},"spec":{"taints":[{"key":"kata.example.com/dedicated","value":"true","effect":"NoSchedule"}]}},{"metadata":{"name":"worker-2","labels":{"kubernetes.io/hostname":"worker-2","katacontainers.io/kata-runtime":"true","zone":"b","cores":"2"}},"spec":{"taints":[{"key":"node.kubernetes.io/unschedulable","effect":"NoSchedule"}],"unschedulable":true}}]}"#;
+
+/// A cluster that answers every lookup with fixed bytes.
+pub struct FakeCluster<'a> {
+    pub runtime_class: &'a [u8],
+    pub nodes: &'a [u8],
+}
+
+impl FakeCluster<'static> {
+    pub fn fixed() -> Self {
+        FakeCluster {
+            runtime_class: RUNTIME_CLASS.as_bytes(),
+            nodes: NODE_LIST.as_bytes(),
+        }
+    }
+}
+
+impl Cluster for FakeCluster<'_> {
+    fn runtime_class(&self, _name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        Ok(Some(self.runtime_class.to_vec()))
+    }
+
+    fn kata_nodes(&self, _label_selector: Option<&str>) -> Result<Vec<u8>, LookupError> {
+        Ok(self.nodes.to_vec())
+    }
+}
+
+/// Checks that a rendered `ValidationResponse` is JSON with a boolean
+/// `accepted`, and returns it.
+pub fn check_response(rendered: &[u8]) -> Value {
+    let v: Value = serde_json::from_slice(rendered).unwrap_or_else(|e| {
+        panic!(
+            "render() produced invalid JSON ({e}): {}",
+            String::from_utf8_lossy(rendered)
+        )
+    });
+    assert!(
+        v.get("accepted").is_some_and(Value::is_boolean),
+        "response without a boolean `accepted`: {v}"
+    );
+    v
+}
+
+/// A JSON value parsed like `serde_json::Value`, but refusing any object
+/// with a duplicate key (where `Value` silently keeps the last one).
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Strict(v) = map.next_value()?;
+            if out.insert(key, v).is_some() {
+                return Err(de::Error::custom("duplicate key"));
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// The value of `text`, or `None` when it is not JSON or has a duplicate key
+/// anywhere (then "the same object" is ambiguous and invariants are skipped).
+pub fn strict_json(text: &[u8]) -> Option<Value> {
+    serde_json::from_slice::<Strict>(text).ok().map(|s| s.0)
+}
+
+/// Removes `spec.runtimeClassName`; `false` when `v` is not an object whose
+/// `spec` is an object.
+pub fn strip_runtime_class(v: &mut Value) -> bool {
+    match v.get_mut("spec").and_then(Value::as_object_mut) {
+        Some(spec) => {
+            spec.remove("runtimeClassName");
+            true
+        }
+        None => false,
+    }
+}
+
+/// Splits a two-part input at its first NUL byte (never valid in JSON, so
+/// both halves stay plain JSON text and mutations rarely move the split).
+/// Without a NUL the whole input is the first part and the second is empty.
+pub fn split_at_nul(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[]),
+    }
+}
