@@ -1,0 +1,41 @@
+//! The two host answers (RuntimeClass, NodeList) as fuzz input, split at the
+//! first NUL byte, for fixed Pod CREATE requests; plus the two parsers alone.
+#![no_main]
+
+use std::ops::ControlFlow;
+
+use fuzz_support::{FakeCluster, check_response, split_at_nul};
+use kata_runtime_policy::decision::decide_payload;
+use kata_runtime_policy::node::{LabelFilter, scan_node_list};
+use kata_runtime_policy::response::render;
+use libfuzzer_sys::fuzz_target;
+
+/// test_data/pod-plain.json as a validate payload (the object only; the
+/// admission-review fields the policy ignores are left out).
+const PLAIN: &str = r#"{"request":{"uid":"1","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"nginx","namespace":"default"},"spec":{"containers":[{"name":"nginx","image":"nginx","command":["sleep","100000"]}]}}},"settings":{}}"#;
+
+/// A pod that uses every scheduling input: nodeSelector, required node
+/// affinity (matchExpressions with every operator, matchFields), tolerations
+/// and overhead, with "reject" outcomes and a selector-less settings.
+const RICH: &str = r#"{"request":{"uid":"2","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-"},"spec":{"containers":[{"name":"c","image":"nginx"}],"nodeSelector":{"kubernetes.io/os":"linux"},"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a","b"]},{"key":"cores","operator":"Gt","values":["4"]},{"key":"cores","operator":"Lt","values":["64"]},{"key":"gpu","operator":"DoesNotExist"},{"key":"kubernetes.io/hostname","operator":"Exists"},{"key":"zone","operator":"NotIn","values":["c"]}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["worker-2"]}]}]}}},"tolerations":[{"key":"kata.example.com/dedicated","operator":"Equal","value":"true","effect":"NoSchedule"},{"operator":"Exists","effect":"NoExecute"}],"overhead":{"cpu":"250m","memory":"160Mi"}}}},"settings":{"kataNodeSelector":"","noFeasibleNode":"reject","lookupFailure":"reject"}}"#;
+
+fuzz_target!(|data: &[u8]| {
+    let (runtime_class, nodes) = split_at_nul(data);
+    let cluster = FakeCluster {
+        runtime_class,
+        nodes,
+    };
+    for payload in [PLAIN, RICH] {
+        check_response(&render(decide_payload(payload.as_bytes(), &cluster)));
+    }
+
+    // The parsers alone, on the whole input and on each half.
+    for bytes in [data, runtime_class, nodes] {
+        let mut seen = 0usize;
+        let _ = scan_node_list(bytes, LabelFilter::All, |node| {
+            seen += node.name().len();
+            ControlFlow::Continue(())
+        });
+        let _ = kata_runtime_policy::runtime_class::parse(bytes);
+    }
+});

@@ -1,0 +1,35 @@
+//! A whole `validate` call: payload → decision → response, against a fixed
+//! cluster (a kata-deploy RuntimeClass and three nodes).
+#![no_main]
+
+use fuzz_support::{FakeCluster, check_response, strict_json, strip_runtime_class};
+use kata_runtime_policy::decision::{Decision, decide_payload};
+use kata_runtime_policy::response::render;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let decision = decide_payload(data, &FakeCluster::fixed());
+
+    if let Decision::Mutate { object, .. } = &decision {
+        let mut mutated: serde_json::Value = serde_json::from_str(object)
+            .unwrap_or_else(|e| panic!("mutated object is not JSON ({e}): {object}"));
+        // The request's object, as a tree; skipped when the payload has a
+        // duplicate key somewhere (then which object is "the" object is moot).
+        if let Some(mut original) = strict_json(data)
+            .and_then(|mut p| p.get_mut("request")?.get_mut("object").map(|o| o.take()))
+        {
+            assert_eq!(
+                mutated["spec"]["runtimeClassName"], "kata",
+                "mutation did not set the class: {object}"
+            );
+            assert!(strip_runtime_class(&mut mutated), "mutated spec is not an object");
+            assert!(strip_runtime_class(&mut original), "original spec is not an object");
+            assert_eq!(
+                mutated, original,
+                "the mutation changed more than spec.runtimeClassName"
+            );
+        }
+    }
+
+    check_response(&render(decision));
+});
