@@ -3,6 +3,21 @@
 //! installed can run that Pod. This file only wires the waPC entry points;
 //! the logic lives in [`decision`].
 
+// An admission policy must not trap on any input: no unwrap/expect/indexing
+// that input could make panic, outside tests.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 #[cfg(feature = "bench")]
 mod bench;
 pub mod cluster;
