@@ -1,0 +1,410 @@
+//! Property tests over generated pods and nodes:
+//! - the scheduling filters agree with an independent, plain re-statement of
+//!   the rules written here (`model`), node by node;
+//! - the decision does not depend on node order;
+//! - adding a node never turns "mutate" into "leave";
+//! - a mutation is the request object plus `spec.runtimeClassName`, nothing
+//!   else, whatever unknown fields the object carries at any depth.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
+use kata_runtime_policy::cluster::{Cluster, LookupError};
+use kata_runtime_policy::decision::{Decision, decide_payload};
+use kata_runtime_policy::node::Node;
+use kata_runtime_policy::scheduling::Constraints;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------- generators
+
+const NAMES: [&str; 6] = ["n0", "n1", "n2", "n3", "n4", "n5"];
+const LABEL_KEYS: [&str; 4] = ["zone", "disk", "gen", "katacontainers.io/kata-runtime"];
+// Includes values that are not valid label values ("-1", "+5") and not integers.
+const VALUES: [&str; 9] = ["", "a", "b", "1", "5", "9", "-1", "+5", "007"];
+const TAINT_KEYS: [&str; 3] = ["t1", "t2", "node.kubernetes.io/unschedulable"];
+const EFFECTS: [&str; 4] = ["NoSchedule", "NoExecute", "PreferNoSchedule", ""];
+const TOLERATION_OPS: [&str; 6] = ["", "Equal", "Exists", "Lt", "Gt", "Bogus"];
+const AFFINITY_OPS: [&str; 7] = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Bogus"];
+
+fn pick<T: Clone + std::fmt::Debug + 'static>(items: &'static [T]) -> impl Strategy<Value = T> {
+    proptest::sample::select(items)
+}
+
+fn node(name: &'static str) -> impl Strategy<Value = Value> {
+    let labels = proptest::collection::btree_map(pick(&LABEL_KEYS), pick(&VALUES), 0..4);
+    let taint = (pick(&TAINT_KEYS), pick(&VALUES), pick(&EFFECTS[..3]))
+        .prop_map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}));
+    let taints = proptest::collection::vec(taint, 0..3);
+    (labels, taints, any::<bool>()).prop_map(move |(labels, taints, unschedulable)| {
+        json!({"metadata": {"name": name, "labels": labels},
+               "spec": {"taints": taints, "unschedulable": unschedulable}})
+    })
+}
+
+fn nodes() -> impl Strategy<Value = Vec<Value>> {
+    (0..=NAMES.len())
+        .prop_flat_map(|n| NAMES[..n].iter().map(|name| node(name)).collect::<Vec<_>>())
+}
+
+fn toleration() -> impl Strategy<Value = Value> {
+    (
+        prop_oneof![Just(""), pick(&TAINT_KEYS)],
+        pick(&TOLERATION_OPS),
+        pick(&VALUES),
+        pick(&EFFECTS),
+    )
+        .prop_map(|(k, op, v, e)| json!({"key": k, "operator": op, "value": v, "effect": e}))
+}
+
+fn requirement() -> impl Strategy<Value = Value> {
+    (
+        pick(&LABEL_KEYS),
+        pick(&AFFINITY_OPS),
+        proptest::collection::vec(pick(&VALUES), 0..3),
+    )
+        .prop_map(|(k, op, values)| json!({"key": k, "operator": op, "values": values}))
+}
+
+fn field() -> impl Strategy<Value = Value> {
+    (
+        prop_oneof![Just("metadata.name"), Just("metadata.uid")],
+        prop_oneof![Just("In"), Just("NotIn"), Just("Exists")],
+        proptest::collection::vec(pick(&NAMES), 0..3),
+    )
+        .prop_map(|(k, op, values)| json!({"key": k, "operator": op, "values": values}))
+}
+
+fn term() -> impl Strategy<Value = Value> {
+    (
+        proptest::collection::vec(requirement(), 0..3),
+        proptest::collection::vec(field(), 0..2),
+    )
+        .prop_map(|(e, f)| json!({"matchExpressions": e, "matchFields": f}))
+}
+
+/// A pod spec with any mix of the constraints the filters read.
+fn pod_spec() -> impl Strategy<Value = Value> {
+    (
+        proptest::collection::btree_map(pick(&LABEL_KEYS), pick(&VALUES), 0..2),
+        proptest::option::weighted(0.6, proptest::collection::vec(term(), 0..3)),
+        proptest::collection::vec(toleration(), 0..3),
+        proptest::option::weighted(0.2, pick(&NAMES)),
+    )
+        .prop_map(|(selector, terms, tolerations, node_name)| {
+            let mut spec = json!({"containers": [{"name": "c", "image": "i"}],
+                                  "nodeSelector": selector, "tolerations": tolerations});
+            if let Some(terms) = terms {
+                spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    {"nodeSelectorTerms": terms}}});
+            }
+            if let Some(name) = node_name {
+                spec["nodeName"] = json!(name);
+            }
+            spec
+        })
+}
+
+// ---------------------------------------------------------------- the model
+
+/// The rules, restated as plainly as possible over raw JSON.
+mod model {
+    use serde_json::Value;
+
+    fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+        v.get(key).and_then(Value::as_str).unwrap_or("")
+    }
+
+    fn canonical_int(x: &str) -> Option<i64> {
+        let digits = x.strip_prefix('-').unwrap_or(x);
+        let ok = x == "0"
+            || (!digits.is_empty()
+                && !digits.starts_with('0')
+                && digits.chars().all(|c| c.is_ascii_digit()));
+        if ok { x.parse().ok() } else { None }
+    }
+
+    pub fn tolerates(t: &Value, key: &str, value: &str, effect: &str) -> bool {
+        if !s(t, "effect").is_empty() && s(t, "effect") != effect {
+            return false;
+        }
+        if !s(t, "key").is_empty() && s(t, "key") != key {
+            return false;
+        }
+        match s(t, "operator") {
+            "Exists" => true,
+            "" | "Equal" => s(t, "value") == value,
+            "Lt" => {
+                matches!((canonical_int(value), canonical_int(s(t, "value"))), (Some(a), Some(b)) if a < b)
+            }
+            "Gt" => {
+                matches!((canonical_int(value), canonical_int(s(t, "value"))), (Some(a), Some(b)) if a > b)
+            }
+            _ => false,
+        }
+    }
+
+    fn tolerated(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
+        pod["tolerations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| tolerates(t, key, value, effect))
+    }
+
+    fn label_value_ok(v: &str) -> bool {
+        v.is_empty()
+            || (v.len() <= 63
+                && v.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+                && v.chars().last().is_some_and(|c| c.is_ascii_alphanumeric())
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
+    }
+
+    fn label<'a>(node: &'a Value, key: &str) -> Option<&'a str> {
+        node["metadata"]["labels"].get(key).and_then(Value::as_str)
+    }
+
+    /// `None` when the term is invalid (it then matches nothing).
+    fn term_matches(term: &Value, node: &Value) -> Option<bool> {
+        let exprs = term["matchExpressions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let fields = term["matchFields"].as_array().cloned().unwrap_or_default();
+        if exprs.is_empty() && fields.is_empty() {
+            return None;
+        }
+        let mut all = true;
+        for e in &exprs {
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if !values.iter().all(|v| label_value_ok(v)) {
+                return None;
+            }
+            let have = label(node, s(e, "key"));
+            let ok = match s(e, "operator") {
+                "In" if !values.is_empty() => have.is_some_and(|h| values.contains(&h)),
+                "NotIn" if !values.is_empty() => have.is_none_or(|h| !values.contains(&h)),
+                "Exists" if values.is_empty() => have.is_some(),
+                "DoesNotExist" if values.is_empty() => have.is_none(),
+                op @ ("Gt" | "Lt") if values.len() == 1 => {
+                    let bound: i64 = values[0].parse().ok()?;
+                    match have.and_then(|h| h.parse::<i64>().ok()) {
+                        Some(n) if op == "Gt" => n > bound,
+                        Some(n) => n < bound,
+                        None => false,
+                    }
+                }
+                _ => return None,
+            };
+            all &= ok;
+        }
+        for f in &fields {
+            let values: Vec<&str> = f["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if values.len() != 1 {
+                return None;
+            }
+            let actual = if s(f, "key") == "metadata.name" {
+                s(&node["metadata"], "name")
+            } else {
+                ""
+            };
+            let ok = match s(f, "operator") {
+                "In" => actual == values[0],
+                "NotIn" => actual != values[0],
+                _ => return None,
+            };
+            all &= ok;
+        }
+        Some(all)
+    }
+
+    fn affinity(pod: &Value, node: &Value) -> bool {
+        let selector_ok = pod["nodeSelector"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .all(|(k, v)| label(node, k) == v.as_str());
+        let required =
+            &pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+        let terms_ok = match required["nodeSelectorTerms"].as_array() {
+            _ if required.is_null() => true,
+            Some(terms) => terms.iter().any(|t| term_matches(t, node) == Some(true)),
+            None => false,
+        };
+        selector_ok && terms_ok
+    }
+
+    pub fn feasible(pod: &Value, node: &Value) -> bool {
+        let taints: Vec<&Value> = node["spec"]["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .collect();
+        let blocks = |effects: &[&str]| {
+            taints.iter().any(|t| {
+                effects.contains(&s(t, "effect"))
+                    && !tolerated(pod, s(t, "key"), s(t, "value"), s(t, "effect"))
+            })
+        };
+        match pod.get("nodeName").and_then(Value::as_str) {
+            Some(name) => {
+                s(&node["metadata"], "name") == name
+                    && affinity(pod, node)
+                    && !blocks(&["NoExecute"])
+            }
+            None => {
+                let cordoned = node["spec"]["unschedulable"] == true
+                    && !tolerated(pod, "node.kubernetes.io/unschedulable", "", "NoSchedule");
+                !cordoned && !blocks(&["NoSchedule", "NoExecute"]) && affinity(pod, node)
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn constraints(spec: &Value) -> Constraints {
+    let selector: BTreeMap<String, String> =
+        serde_json::from_value(spec["nodeSelector"].clone()).unwrap_or_default();
+    let required: Option<NodeSelector> = serde_json::from_value(
+        spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].clone(),
+    )
+    .unwrap();
+    let tolerations: Vec<Toleration> =
+        serde_json::from_value(spec["tolerations"].clone()).unwrap_or_default();
+    Constraints::new(
+        spec["nodeName"].as_str(),
+        &selector,
+        required.as_ref(),
+        tolerations,
+    )
+}
+
+struct Fake {
+    nodes: Vec<u8>,
+}
+
+impl Cluster for Fake {
+    fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
+    }
+    fn kata_nodes(&self, _: Option<&str>) -> Result<Vec<u8>, LookupError> {
+        Ok(self.nodes.clone())
+    }
+}
+
+fn decide(object: &Value, nodes: &[Value]) -> Decision {
+    let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "operation": "CREATE", "object": object}, "settings": {}});
+    let cluster = Fake {
+        nodes: json!({"kind": "NodeList", "items": nodes})
+            .to_string()
+            .into_bytes(),
+    };
+    decide_payload(payload.to_string().as_bytes(), &cluster)
+}
+
+fn pod(spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec})
+}
+
+/// Arbitrary JSON, for fields that no Kubernetes library knows.
+fn unknown_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        "[a-zA-Z0-9 _\"\\\\/é\u{1F600}-]{0,12}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            proptest::collection::btree_map("x-[a-z]{1,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+// ---------------------------------------------------------------- properties
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
+
+    #[test]
+    fn filters_agree_with_the_plain_model(spec in pod_spec(), nodes in nodes()) {
+        let c = constraints(&spec);
+        for n in &nodes {
+            let text = n.to_string();
+            let parsed: Node = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(c.check(&parsed).is_ok(), model::feasible(&spec, n), "node {}", n);
+        }
+    }
+
+    #[test]
+    fn tolerations_agree_with_the_plain_model(
+        t in toleration(), key in pick(&TAINT_KEYS), value in pick(&VALUES), effect in pick(&EFFECTS[..3])
+    ) {
+        let typed: Toleration = serde_json::from_value(t.clone()).unwrap();
+        prop_assert_eq!(
+            kata_runtime_policy::scheduling::taint_toleration::tolerates(&typed, key, value, effect),
+            model::tolerates(&t, key, value, effect),
+            "{} vs {}={}:{}", t, key, value, effect
+        );
+    }
+
+    #[test]
+    fn the_decision_does_not_depend_on_node_order(spec in pod_spec(), nodes in nodes(), seed in any::<u64>()) {
+        let mut shuffled = nodes.clone();
+        // Deterministic Fisher-Yates from the seed.
+        let mut state = seed | 1;
+        for i in (1..shuffled.len()).rev() {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17;
+            shuffled.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        prop_assert_eq!(decide(&pod(spec.clone()), &nodes), decide(&pod(spec), &shuffled));
+    }
+
+    #[test]
+    fn adding_a_node_never_takes_kata_away(spec in pod_spec(), nodes in nodes(), extra in node("extra"), at in any::<prop::sample::Index>()) {
+        let before = decide(&pod(spec.clone()), &nodes);
+        let mut more = nodes.clone();
+        more.insert(at.index(nodes.len() + 1), extra);
+        let after = decide(&pod(spec), &more);
+        if matches!(before, Decision::Mutate { .. }) {
+            prop_assert!(matches!(after, Decision::Mutate { .. }), "{:?}", after);
+        }
+    }
+
+    #[test]
+    fn a_mutation_adds_runtime_class_name_and_nothing_else(
+        top in unknown_json(), in_spec in unknown_json(), in_meta in unknown_json()
+    ) {
+        let mut object = pod(json!({"containers": [{"name": "c", "image": "i", "x-deep": in_spec.clone()}]}));
+        object["x-top"] = top;
+        object["spec"]["x-unknown"] = in_spec;
+        object["metadata"]["x-meta"] = in_meta;
+        let nodes = vec![json!({"metadata": {"name": "n0"}})];
+        let Decision::Mutate { object: out, .. } = decide(&object, &nodes) else {
+            return Err(TestCaseError::fail("expected a mutation"));
+        };
+        // Both sides parsed from text, as the API server reads them (serde_json
+        // does not round-trip every float through a Value exactly).
+        let mut expected: Value = serde_json::from_str(&object.to_string()).unwrap();
+        expected["spec"]["runtimeClassName"] = json!("kata");
+        prop_assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), expected);
+    }
+}
