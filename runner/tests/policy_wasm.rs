@@ -5,60 +5,11 @@
 //! The module is `$POLICY_WASM`, else `policy.wasm` at the repository root,
 //! else the release build in `target/`, which is built if it is missing.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+mod common;
 
-use kwrun::{AdmissionResponse, Policy, Session, load_request};
+use common::{policy, request, root, session};
+use kwrun::{AdmissionResponse, Policy, Session};
 use serde_json::{Value, json};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-}
-
-/// The policy module's bytes, located or built once for the whole test binary.
-fn wasm() -> &'static [u8] {
-    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| {
-        let built = root().join("target/wasm32-wasip1/release/kata_runtime_policy.wasm");
-        let candidates: Vec<PathBuf> = std::env::var_os("POLICY_WASM")
-            .map(PathBuf::from)
-            .into_iter()
-            .chain([root().join("policy.wasm"), built.clone()])
-            .collect();
-        if let Some(found) = candidates.iter().find(|p| p.exists()) {
-            return std::fs::read(found).expect("read policy wasm");
-        }
-        let status = Command::new(env!("CARGO"))
-            .current_dir(root())
-            .args([
-                "build",
-                "--release",
-                "--target",
-                "wasm32-wasip1",
-                "-p",
-                "kata-runtime-policy",
-            ])
-            .status()
-            .expect("run cargo build for the policy");
-        assert!(status.success(), "building policy.wasm failed");
-        std::fs::read(built).expect("read built policy wasm")
-    })
-}
-
-fn policy() -> Policy {
-    Policy::from_bytes(wasm()).expect("load policy.wasm")
-}
-
-fn session(name: &str) -> Session {
-    Session::load(root().join("test_data/sessions").join(name)).expect("load session")
-}
-
-fn request(name: &str) -> Value {
-    load_request(root().join("test_data").join(name)).expect("load request")
-}
 
 /// Runs one fixture and checks that the session was used up exactly when the
 /// policy was expected to ask the cluster.
