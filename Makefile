@@ -62,13 +62,25 @@ bench: policy.wasm $(KWRUN)
 	cargo build --profile bench-wasm --target wasm32-wasip1 -p kata-runtime-policy --features bench
 	target/debug/kwbench $(BENCH_GUEST) policy.wasm $(BENCH_ARGS) | tee target/bench.md
 
+# Coverage-guided fuzzing (fuzz/, cargo-fuzz on stable, no sanitizer).
+FUZZ_SECONDS ?= 600
+
+.PHONY: fuzz
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# A few seconds per target: catches regressions on every CI run.
+.PHONY: fuzz-smoke
+fuzz-smoke:
+	scripts/fuzz.sh 5
+
 .PHONY: demo
 demo: setup policy.wasm $(KWRUN)
 	KWRUN=$(KWRUN) scripts/demo.sh
 
 # Everything CI runs, from a fresh machine.
 .PHONY: check
-check: setup lint test e2e-tests-local
+check: setup lint test e2e-tests-local fuzz-smoke
 
 .PHONY: clean
 clean:

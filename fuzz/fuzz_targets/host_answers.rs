@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
         nodes,
     };
     for payload in [PLAIN, RICH] {
-        check_response(&render(decide_payload(payload.as_bytes(), &cluster)));
+        check_response(
+            &render(decide_payload(payload.as_bytes(), &cluster)),
+            &[runtime_class, nodes],
+        );
     }
 
     // The parsers alone, on the whole input and on each half.

@@ -2,7 +2,9 @@
 //! cluster (a kata-deploy RuntimeClass and three nodes).
 #![no_main]
 
-use fuzz_support::{FakeCluster, check_response, strict_json, strip_runtime_class};
+use fuzz_support::{
+    FakeCluster, check_response, serde_json_reads, strict_json, strip_runtime_class,
+};
 use kata_runtime_policy::decision::{Decision, decide_payload};
 use kata_runtime_policy::response::render;
 use libfuzzer_sys::fuzz_target;
@@ -11,8 +13,11 @@ fuzz_target!(|data: &[u8]| {
     let decision = decide_payload(data, &FakeCluster::fixed());
 
     if let Decision::Mutate { object, .. } = &decision {
-        let mut mutated: serde_json::Value = serde_json::from_str(object)
-            .unwrap_or_else(|e| panic!("mutated object is not JSON ({e}): {object}"));
+        let mut mutated: serde_json::Value = match serde_json::from_str(object) {
+            Ok(v) => v,
+            Err(_) if !serde_json_reads(data) => return,
+            Err(e) => panic!("mutated object is not JSON ({e}): {object}"),
+        };
         // The request's object, as a tree; skipped when the payload has a
         // duplicate key somewhere (then which object is "the" object is moot).
         if let Some(mut original) = strict_json(data)
@@ -22,8 +27,14 @@ fuzz_target!(|data: &[u8]| {
                 mutated["spec"]["runtimeClassName"], "kata",
                 "mutation did not set the class: {object}"
             );
-            assert!(strip_runtime_class(&mut mutated), "mutated spec is not an object");
-            assert!(strip_runtime_class(&mut original), "original spec is not an object");
+            assert!(
+                strip_runtime_class(&mut mutated),
+                "mutated spec is not an object"
+            );
+            assert!(
+                strip_runtime_class(&mut original),
+                "original spec is not an object"
+            );
             assert_eq!(
                 mutated, original,
                 "the mutation changed more than spec.runtimeClassName"
@@ -31,5 +42,5 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    check_response(&render(decision));
+    check_response(&render(decision), &[data]);
 });
