@@ -26,6 +26,15 @@ policy.wasm: $(SOURCE_FILES)
 annotated-policy.wasm: policy.wasm metadata.yml README.md
 	$(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+
+# What `kwctl scaffold artifacthub` produces from metadata.yml and
+# questions-ui.yml (runner/tests/packaging.rs checks that they agree).
+.PHONY: artifacthub
+artifacthub: metadata.yml questions-ui.yml
+	$(KWCTL) scaffold artifacthub --metadata-path metadata.yml --version $(VERSION) \
+	  --questions-path questions-ui.yml --output artifacthub-pkg.yml
+
 $(KWRUN): $(RUNNER_FILES)
 	cargo build -p kwrun
 
