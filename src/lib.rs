@@ -22,6 +22,7 @@
 mod bench;
 pub mod cluster;
 pub mod decision;
+pub mod json_scan;
 pub mod labels;
 pub mod mutation;
 pub mod node;

@@ -11,7 +11,11 @@ use std::fmt;
 use serde::Deserialize;
 use std::ops::ControlFlow;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use crate::json_scan::Cursor;
+
+#[cfg(test)]
+use serde::de::SeqAccess;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 /// A string borrowed from the input when possible.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -56,9 +60,13 @@ pub enum LabelFilter<'k> {
 
 impl LabelFilter<'_> {
     fn keeps(&self, key: &str) -> bool {
+        self.keeps_bytes(key.as_bytes())
+    }
+
+    fn keeps_bytes(&self, key: &[u8]) -> bool {
         match self {
             LabelFilter::All => true,
-            LabelFilter::Only(keys) => keys.iter().any(|k| k == key),
+            LabelFilter::Only(keys) => keys.iter().any(|k| k.as_bytes() == key),
         }
     }
 }
@@ -244,8 +252,161 @@ const STOP: &str = "scan stopped by the visitor";
 /// Parses the host's `list_resources_all` answer (a `v1` NodeList) one node
 /// at a time, calling `visit` on each, without keeping the nodes: memory
 /// stays flat however long the list, and `ControlFlow::Break` stops the
-/// parse right there.
+/// parse right there. Read with [`json_scan`](crate::json_scan) rather than
+/// serde: the node list is the one bulk read of every admission.
 pub fn scan_node_list<'de, F>(
+    bytes: &'de [u8],
+    labels: LabelFilter<'_>,
+    mut visit: F,
+) -> Result<Scan, String>
+where
+    F: FnMut(&Node<'de>) -> ControlFlow<()>,
+{
+    let invalid =
+        |why: String| format!("the node list from the cluster is not a valid NodeList: {why}");
+    if !starts_as_object(bytes) {
+        return Err(invalid("not a JSON object".into()));
+    }
+    let mut c = Cursor::new(bytes);
+    let mut stopped = false;
+    c.object(|c, key| {
+        match key.as_bytes() {
+            b"kind" if !c.eat_null()? => {
+                let kind = c.string()?;
+                if kind != "NodeList" {
+                    return Err(format!("kind is {kind:?}"));
+                }
+            }
+            b"items" if !c.eat_null()? => {
+                // One Node, refilled for each element: its vectors keep their
+                // capacity, so the scan allocates nothing per node.
+                let mut node = Node::default();
+                let complete = c.array(|c| {
+                    read_node(c, labels, &mut node)?;
+                    Ok(visit(&node).is_continue())
+                })?;
+                if !complete {
+                    stopped = true;
+                    return Err(STOP.into());
+                }
+            }
+            b"kind" | b"items" => {}
+            _ => c.skip_value()?,
+        }
+        Ok(())
+    })
+    .or_else(|e| if stopped { Ok(()) } else { Err(e) })
+    .map_err(invalid)?;
+    if stopped {
+        return Ok(Scan::Stopped);
+    }
+    if !c.at_end() {
+        return c.error("trailing characters").map_err(invalid);
+    }
+    Ok(Scan::Completed)
+}
+
+/// Reads one node into `node`, reusing its buffers.
+fn read_node<'de>(
+    c: &mut Cursor<'de>,
+    labels: LabelFilter<'_>,
+    node: &mut Node<'de>,
+) -> Result<(), String> {
+    let mut has_metadata = false;
+    node.spec.taints.clear();
+    node.spec.unschedulable = false;
+    c.object(|c, key| {
+        match key.as_bytes() {
+            b"metadata" => {
+                read_meta(c, labels, &mut node.metadata)?;
+                has_metadata = true;
+            }
+            b"spec" => {
+                node.spec.taints.clear();
+                node.spec.unschedulable = false;
+                if !c.eat_null()? {
+                    read_spec(c, &mut node.spec)?;
+                }
+            }
+            _ => c.skip_value()?,
+        }
+        Ok(())
+    })?;
+    if has_metadata {
+        Ok(())
+    } else {
+        Err("missing field `metadata`".into())
+    }
+}
+
+fn read_meta<'de>(
+    c: &mut Cursor<'de>,
+    filter: LabelFilter<'_>,
+    meta: &mut NodeMeta<'de>,
+) -> Result<(), String> {
+    let mut name = None;
+    let labels = &mut meta.labels.0;
+    labels.clear();
+    c.object(|c, key| {
+        match key.as_bytes() {
+            b"name" => name = Some(Str(c.string()?)),
+            b"labels" if !c.eat_null()? => {
+                labels.clear();
+                c.object(|c, key| {
+                    if filter.keeps_bytes(key.as_bytes()) {
+                        labels.push((Str(key.into_text()?), Str(c.string()?)));
+                        Ok(())
+                    } else {
+                        c.skip_value()
+                    }
+                })?;
+            }
+            b"labels" => labels.clear(),
+            _ => c.skip_value()?,
+        }
+        Ok(())
+    })?;
+    meta.name = name.ok_or("missing field `name`")?;
+    Ok(())
+}
+
+fn read_spec<'de>(c: &mut Cursor<'de>, spec: &mut NodeSpec<'de>) -> Result<(), String> {
+    c.object(|c, key| {
+        match key.as_bytes() {
+            b"taints" if !c.eat_null()? => {
+                spec.taints.clear();
+                c.array(|c| {
+                    spec.taints.push(read_taint(c)?);
+                    Ok(true)
+                })?;
+            }
+            b"taints" => spec.taints.clear(),
+            b"unschedulable" => spec.unschedulable = !c.eat_null()? && c.boolean()?,
+            _ => c.skip_value()?,
+        }
+        Ok(())
+    })
+}
+
+fn read_taint<'de>(c: &mut Cursor<'de>) -> Result<Taint<'de>, String> {
+    let mut taint = Taint::default();
+    c.object(|c, key| {
+        match key.as_bytes() {
+            b"key" if !c.eat_null()? => taint.key = Str(c.string()?),
+            b"value" if !c.eat_null()? => taint.value = Some(Str(c.string()?)),
+            b"effect" if !c.eat_null()? => taint.effect = Str(c.string()?),
+            b"key" | b"effect" => {}
+            b"value" => taint.value = None,
+            _ => c.skip_value()?,
+        }
+        Ok(())
+    })?;
+    Ok(taint)
+}
+
+/// The same scan through serde, kept as the oracle of a differential test.
+#[cfg(test)]
+pub fn scan_with_serde<'de, F>(
     bytes: &'de [u8],
     labels: LabelFilter<'_>,
     visit: F,
@@ -274,12 +435,14 @@ where
     }
 }
 
+#[cfg(test)]
 struct ListVisitor<'k, F> {
     visit: F,
     labels: LabelFilter<'k>,
     stopped: bool,
 }
 
+#[cfg(test)]
 impl<'de, F> Visitor<'de> for &mut ListVisitor<'_, F>
 where
     F: FnMut(&Node<'de>) -> ControlFlow<()>,
@@ -309,8 +472,10 @@ where
     }
 }
 
+#[cfg(test)]
 struct Items<'v, 'k, F>(&'v mut ListVisitor<'k, F>);
 
+#[cfg(test)]
 impl<'de, F> DeserializeSeed<'de> for Items<'_, '_, F>
 where
     F: FnMut(&Node<'de>) -> ControlFlow<()>,
@@ -322,6 +487,7 @@ where
     }
 }
 
+#[cfg(test)]
 impl<'de, F> Visitor<'de> for Items<'_, '_, F>
 where
     F: FnMut(&Node<'de>) -> ControlFlow<()>,
@@ -441,6 +607,71 @@ mod tests {
         ] {
             let err = parse_node_list(bad).unwrap_err();
             assert!(err.contains("not a valid NodeList"), "{err}");
+        }
+    }
+
+    /// The hand-written scan and the serde scan agree on every input: same
+    /// nodes seen, same ending, or both refuse it.
+    #[test]
+    fn the_scanner_agrees_with_serde() {
+        let base = r#"{"apiVersion":"v1","kind":"NodeList","metadata":{"resourceVersion":"9"},"items":[
+            {"apiVersion":"v1","kind":"Node","metadata":{"name":"a","uid":"u-1","labels":{"zone":"z1","k8s.io/x":"","esc\u0041":"v\"w"},
+              "annotations":{"note":"x, y: [z]","n":"1.5e3"}},
+             "spec":{"taints":[{"key":"t","value":"1","effect":"NoSchedule","timeAdded":"2026-01-01T00:00:00Z"},{"key":"u","effect":"NoExecute","value":null}],
+                     "unschedulable":false,"podCIDRs":["10.0.0.0/24"]},"status":{"images":[{"names":["i"],"sizeBytes":12345678901234567890}],"x":[true,false,null,-0.5e-3]}},
+            {"metadata":{"name":"b","labels":null},"spec":null},
+            {"metadata":{"name":"c"},"spec":{"taints":null,"unschedulable":true}}]}"#;
+        let filters: [Vec<String>; 3] = [
+            vec![],
+            vec!["zone".into()],
+            vec!["zone".into(), "escA".into(), "k8s.io/x".into()],
+        ];
+        let run = |text: &[u8], filter: &[String], stop_at: usize, serde: bool| {
+            let mut seen = Vec::new();
+            let visit = |n: &Node| {
+                seen.push(format!("{n:?}"));
+                if seen.len() == stop_at {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            };
+            let f = if filter.is_empty() {
+                LabelFilter::All
+            } else {
+                LabelFilter::Only(filter)
+            };
+            let result = if serde {
+                scan_with_serde(text, f, visit)
+            } else {
+                scan_node_list(text, f, visit)
+            };
+            (result.ok(), seen)
+        };
+        let mut inputs: Vec<Vec<u8>> = vec![base.as_bytes().to_vec()];
+        // Deterministic damage: every single-byte deletion, and substitutions
+        // with JSON punctuation, at every position of the base document.
+        for at in 0..base.len() {
+            let mut cut = base.as_bytes().to_vec();
+            cut.remove(at);
+            inputs.push(cut);
+            for b in [b'"', b',', b'}', b']', b'\\', b'0', b'n', b' '] {
+                let mut changed = base.as_bytes().to_vec();
+                changed[at] = b;
+                inputs.push(changed);
+            }
+        }
+        for text in &inputs {
+            for filter in &filters {
+                for stop_at in [usize::MAX, 1, 2] {
+                    assert_eq!(
+                        run(text, filter, stop_at, false),
+                        run(text, filter, stop_at, true),
+                        "{}",
+                        String::from_utf8_lossy(text)
+                    );
+                }
+            }
         }
     }
 }

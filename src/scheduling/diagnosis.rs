@@ -6,17 +6,35 @@ use std::fmt;
 
 use super::Reason;
 
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone)]
 pub struct Diagnosis<'n> {
     total: usize,
     // A handful of distinct reasons: ordered comparisons beat hashing them.
     reasons: BTreeMap<Reason<'n>, usize>,
+    /// The current run of identical reasons, not yet in `reasons`: in a
+    /// node list, neighbours mostly fail for the same reason.
+    run: Option<(Reason<'n>, usize)>,
 }
+
+impl PartialEq for Diagnosis<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.total == other.total && self.sorted() == other.sorted()
+    }
+}
+
+impl Eq for Diagnosis<'_> {}
 
 impl<'n> Diagnosis<'n> {
     pub fn record(&mut self, reason: Reason<'n>) {
         self.total += 1;
-        *self.reasons.entry(reason).or_default() += 1;
+        match &mut self.run {
+            Some((current, count)) if *current == reason => *count += 1,
+            run => {
+                if let Some((done, count)) = run.replace((reason, 1)) {
+                    *self.reasons.entry(done).or_default() += count;
+                }
+            }
+        }
     }
 
     pub fn total(&self) -> usize {
@@ -26,11 +44,12 @@ impl<'n> Diagnosis<'n> {
     /// `(count, reason)`, most frequent first, then by text, so that the
     /// message is the same whatever the order of the node list.
     fn sorted(&self) -> Vec<(usize, String)> {
-        let mut entries: Vec<(usize, String)> = self
-            .reasons
-            .iter()
-            .map(|(r, n)| (*n, r.to_string()))
-            .collect();
+        let mut counts = self.reasons.clone();
+        if let Some((reason, count)) = &self.run {
+            *counts.entry(reason.clone()).or_default() += count;
+        }
+        let mut entries: Vec<(usize, String)> =
+            counts.iter().map(|(r, n)| (*n, r.to_string())).collect();
         entries.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         entries
     }
