@@ -218,45 +218,8 @@ impl<'a> Cursor<'a> {
                 self.pos += 1;
                 self.string_body().map(|_| ())
             }
-            Some(b'{') => {
-                self.enter()?;
-                self.pos += 1;
-                if !self.eat(b'}') {
-                    loop {
-                        self.skip_ws();
-                        if self.peek() != Some(b'"') {
-                            return self.error("expected a key");
-                        }
-                        self.pos += 1;
-                        self.string_body()?;
-                        self.expect(b':')?;
-                        self.skip_value()?;
-                        if self.eat(b',') {
-                            continue;
-                        }
-                        self.expect(b'}')?;
-                        break;
-                    }
-                }
-                self.leave();
-                Ok(())
-            }
-            Some(b'[') => {
-                self.enter()?;
-                self.pos += 1;
-                if !self.eat(b']') {
-                    loop {
-                        self.skip_value()?;
-                        if self.eat(b',') {
-                            continue;
-                        }
-                        self.expect(b']')?;
-                        break;
-                    }
-                }
-                self.leave();
-                Ok(())
-            }
+            Some(b'{') => self.object(|c, _| c.skip_value()),
+            Some(b'[') => self.array(|c| c.skip_value().map(|()| true)).map(|_| ()),
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.literal(b"null"),
