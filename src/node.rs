@@ -245,8 +245,8 @@ pub enum Scan {
     Stopped,
 }
 
-/// Error message that unwinds serde out of a scan the visitor stopped.
-/// Never shown: it is told apart from real errors by `stopped`.
+/// Error that unwinds the reader (or serde, in the test oracle) out of a scan
+/// the visitor stopped. Never shown: told apart from real errors by `stopped`.
 const STOP: &str = "scan stopped by the visitor";
 
 /// Parses the host's `list_resources_all` answer (a `v1` NodeList) one node
