@@ -24,10 +24,6 @@ struct PodObject {
 #[serde(rename_all = "camelCase")]
 struct PodMeta {
     #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    generate_name: Option<String>,
-    #[serde(default)]
     annotations: Option<BTreeMap<String, String>>,
 }
 
@@ -57,8 +53,6 @@ struct PodSpec {
 /// What the policy needs to know about one Pod.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodFacts {
-    /// `metadata.name`, or `generateName` followed by `*` when unnamed.
-    pub display_name: String,
     pub has_spec: bool,
     pub is_mirror: bool,
     pub node_name: Option<String>,
@@ -93,13 +87,7 @@ impl PodFacts {
         .filter(|(_, on)| *on == Some(true))
         .map(|(name, _)| name)
         .collect();
-        let display_name = match (meta.name, meta.generate_name) {
-            (Some(name), _) if !name.is_empty() => name,
-            (_, Some(prefix)) => format!("{prefix}*"),
-            _ => String::new(),
-        };
         Ok(PodFacts {
-            display_name,
             has_spec,
             is_mirror: meta
                 .annotations
@@ -134,7 +122,6 @@ mod tests {
                         "runtimeClassName":"gvisor","futureField":{"deep":[1,2]}}}"#,
         )
         .unwrap();
-        assert_eq!(facts.display_name, "p");
         assert!(facts.has_spec && facts.is_mirror);
         assert_eq!(facts.node_name.as_deref(), Some("n1"));
         assert_eq!(facts.node_selector.get("a").map(String::as_str), Some(""));
@@ -157,7 +144,6 @@ mod tests {
             r#"{"metadata":{"generateName":"web-"},"spec":{"nodeName":"","runtimeClassName":"","tolerations":null}}"#,
         )
         .unwrap();
-        assert_eq!(facts.display_name, "web-*");
         assert_eq!(facts.node_name, None);
         assert_eq!(facts.runtime_class_name, None);
         assert!(facts.tolerations.is_empty() && !facts.is_mirror);
