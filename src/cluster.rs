@@ -13,7 +13,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 /// The only node fields the policy reads besides `metadata`, which the host
 /// always keeps. Fixed, so policy-server serves every admission from one
 /// watch-backed cache.
-pub const NODE_FIELD_MASKS: [&str; 2] = ["spec.taints", "spec.unschedulable"];
+pub const NODE_FIELD_MASKS: [&str; 3] = ["spec.taints", "spec.unschedulable", "status.allocatable"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LookupErrorKind {
@@ -141,7 +141,7 @@ mod tests {
             json,
             serde_json::json!({"api_version": "v1", "kind": "Node",
                 "label_selector": "katacontainers.io/kata-runtime=true", "field_selector": null,
-                "field_masks": ["spec.taints", "spec.unschedulable"]})
+                "field_masks": ["spec.taints", "spec.unschedulable", "status.allocatable"]})
         );
         let rc = serde_json::to_value(runtime_class_request("kata")).unwrap();
         assert_eq!(

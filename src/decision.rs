@@ -138,7 +138,21 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         Ok(rc) => rc,
         Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
     };
-    let constraints = match runtime_class::effective_constraints(&pod, &rc) {
+    let overhead = match runtime_class::overhead(&rc) {
+        Ok(overhead) => overhead,
+        Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
+    };
+    // Validated with the settings: a failure here is a policy bug, not input.
+    let ignored = match settings.ignored() {
+        Ok(ignored) => ignored,
+        Err(e) => {
+            return Decision::Reject {
+                explanation: format!("invalid policy settings: {e}"),
+                code: Some(400),
+            };
+        }
+    };
+    let constraints = match runtime_class::effective_constraints(&pod, &rc, &overhead, &ignored) {
         Ok(c) => c,
         Err(conflict) => return Decision::not_assigned(settings.no_feasible_node, conflict),
     };

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use std::ops::ControlFlow;
 
 use crate::json_scan::Cursor;
+use crate::quantity::{Quantity, QuantityError};
 
 #[cfg(test)]
 use serde::de::SeqAccess;
@@ -49,24 +50,39 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
-/// Which labels a node scan keeps. Parsing every label of thousands of nodes
-/// cost more than the rest of the node list, and constraints read only a few
-/// keys, so a scan keeps those and skips the other values unread.
+/// Which keys of a map a node scan keeps. Parsing every label of thousands
+/// of nodes cost more than the rest of the node list, and constraints read
+/// only a few keys, so a scan keeps those and skips the other values unread.
 #[derive(Debug, Clone, Copy)]
-pub enum LabelFilter<'k> {
+pub enum KeyFilter<'k> {
     All,
     Only(&'k [String]),
 }
 
-impl LabelFilter<'_> {
+/// What a node scan keeps: the labels and the allocatable resources that
+/// the pod's constraints read.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep<'k> {
+    pub labels: KeyFilter<'k>,
+    pub allocatable: KeyFilter<'k>,
+}
+
+impl Keep<'_> {
+    pub const ALL: Keep<'static> = Keep {
+        labels: KeyFilter::All,
+        allocatable: KeyFilter::All,
+    };
+}
+
+impl KeyFilter<'_> {
     fn keeps(&self, key: &str) -> bool {
         self.keeps_bytes(key.as_bytes())
     }
 
     fn keeps_bytes(&self, key: &[u8]) -> bool {
         match self {
-            LabelFilter::All => true,
-            LabelFilter::Only(keys) => keys.iter().any(|k| k.as_bytes() == key),
+            KeyFilter::All => true,
+            KeyFilter::Only(keys) => keys.iter().any(|k| k.as_bytes() == key),
         }
     }
 }
@@ -86,7 +102,7 @@ impl<'a> Labels<'a> {
     }
 }
 
-struct LabelsSeed<'k>(LabelFilter<'k>);
+struct LabelsSeed<'k>(KeyFilter<'k>);
 
 impl<'de, 'k> DeserializeSeed<'de> for LabelsSeed<'k> {
     type Value = Labels<'de>;
@@ -138,7 +154,7 @@ pub struct NodeMeta<'a> {
     pub labels: Labels<'a>,
 }
 
-struct MetaSeed<'k>(LabelFilter<'k>);
+struct MetaSeed<'k>(KeyFilter<'k>);
 
 impl<'de, 'k> DeserializeSeed<'de> for MetaSeed<'k> {
     type Value = NodeMeta<'de>;
@@ -177,14 +193,47 @@ pub struct NodeSpec<'a> {
     pub unschedulable: bool,
 }
 
+/// `status.allocatable`, as far as the scan kept it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allocatable<'a> {
+    /// Whether the node reports `status.allocatable` at all: a node that
+    /// does not is not judged on resources (nothing is known about it).
+    pub listed: bool,
+    pub entries: Vec<(Str<'a>, Quantity)>,
+}
+
+impl Allocatable<'_> {
+    /// The node's allocatable `name`, if it lists it (and the scan kept it).
+    pub fn get(&self, name: &str) -> Option<Quantity> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.as_str() == name)
+            .map(|(_, q)| *q)
+    }
+
+    fn clear(&mut self) {
+        self.listed = false;
+        self.entries.clear();
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Node<'a> {
     pub metadata: NodeMeta<'a>,
     pub spec: NodeSpec<'a>,
+    pub allocatable: Allocatable<'a>,
 }
 
-/// Reads one Node, keeping the labels `LabelFilter` names.
-struct NodeSeed<'k>(LabelFilter<'k>);
+/// The error for a node quantity that does not parse: the node answer is
+/// malformed (the API server never sends one).
+fn bad_quantity(node: &str, key: &str, value: &str, why: QuantityError) -> String {
+    format!(
+        "node {node:?} has status.allocatable {key}: {value:?}, which is not a valid quantity ({why})"
+    )
+}
+
+/// Reads one Node, keeping what `Keep` names.
+struct NodeSeed<'k>(Keep<'k>);
 
 impl<'de, 'k> DeserializeSeed<'de> for NodeSeed<'k> {
     type Value = Node<'de>;
@@ -201,27 +250,88 @@ impl<'de, 'k> Visitor<'de> for NodeSeed<'k> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let mut metadata = None;
         let mut spec = NodeSpec::default();
+        let mut status = None;
         while let Some(key) = map.next_key::<Str<'de>>()? {
             match key.as_str() {
-                "metadata" => metadata = Some(map.next_value_seed(MetaSeed(self.0))?),
+                "metadata" => metadata = Some(map.next_value_seed(MetaSeed(self.0.labels))?),
                 "spec" => {
                     spec = map
                         .next_value::<Option<NodeSpec<'de>>>()?
                         .unwrap_or_default()
                 }
+                "status" => status = map.next_value::<Option<RawStatus<'de>>>()?,
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
                 }
             }
         }
-        let metadata = metadata.ok_or_else(|| de::Error::missing_field("metadata"))?;
-        Ok(Node { metadata, spec })
+        let metadata: NodeMeta<'de> =
+            metadata.ok_or_else(|| de::Error::missing_field("metadata"))?;
+        let mut allocatable = Allocatable::default();
+        if let Some(entries) = status.and_then(|s| s.allocatable) {
+            allocatable.listed = true;
+            for (key, value) in entries {
+                if self.0.allocatable.keeps(key.as_str()) {
+                    let q = Quantity::parse(value.as_str()).map_err(|e| {
+                        de::Error::custom(bad_quantity(
+                            metadata.name.as_str(),
+                            key.as_str(),
+                            value.as_str(),
+                            e,
+                        ))
+                    })?;
+                    allocatable.entries.push((key, q));
+                }
+            }
+        }
+        Ok(Node {
+            metadata,
+            spec,
+            allocatable,
+        })
+    }
+}
+
+/// `status`, in the serde reader: `allocatable` as raw strings, in order.
+#[derive(Deserialize)]
+struct RawStatus<'a> {
+    #[serde(borrow, default)]
+    allocatable: Option<OrderedStrings<'a>>,
+}
+
+struct OrderedStrings<'a>(Vec<(Str<'a>, Str<'a>)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for OrderedStrings<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = OrderedStrings<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of strings")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    out.push(entry);
+                }
+                Ok(OrderedStrings(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'a> IntoIterator for OrderedStrings<'a> {
+    type Item = (Str<'a>, Str<'a>);
+    type IntoIter = std::vec::IntoIter<(Str<'a>, Str<'a>)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
     }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Node<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        NodeSeed(LabelFilter::All).deserialize(d)
+        NodeSeed(Keep::ALL).deserialize(d)
     }
 }
 
@@ -256,7 +366,7 @@ const STOP: &str = "scan stopped by the visitor";
 /// serde: the node list is the one bulk read of every admission.
 pub fn scan_node_list<'de, F>(
     bytes: &'de [u8],
-    labels: LabelFilter<'_>,
+    keep: Keep<'_>,
     mut visit: F,
 ) -> Result<Scan, String>
 where
@@ -282,7 +392,7 @@ where
                 // capacity, so the scan allocates nothing per node.
                 let mut node = Node::default();
                 let complete = c.array(|c| {
-                    read_node(c, labels, &mut node)?;
+                    read_node(c, keep, &mut node)?;
                     Ok(visit(&node).is_continue())
                 })?;
                 if !complete {
@@ -307,19 +417,24 @@ where
 }
 
 /// Reads one node into `node`, reusing its buffers.
-fn read_node<'de>(
-    c: &mut Cursor<'de>,
-    labels: LabelFilter<'_>,
-    node: &mut Node<'de>,
-) -> Result<(), String> {
+fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> Result<(), String> {
     let mut has_metadata = false;
+    let mut bad = None;
     node.spec.taints.clear();
     node.spec.unschedulable = false;
+    node.allocatable.clear();
     c.object(|c, key| {
         match key.as_bytes() {
             b"metadata" => {
-                read_meta(c, labels, &mut node.metadata)?;
+                read_meta(c, keep.labels, &mut node.metadata)?;
                 has_metadata = true;
+            }
+            b"status" => {
+                node.allocatable.clear();
+                bad = None;
+                if !c.eat_null()? {
+                    bad = read_status(c, keep.allocatable, &mut node.allocatable)?;
+                }
             }
             b"spec" => {
                 node.spec.taints.clear();
@@ -332,16 +447,62 @@ fn read_node<'de>(
         }
         Ok(())
     })?;
-    if has_metadata {
-        Ok(())
-    } else {
-        Err("missing field `metadata`".into())
+    if !has_metadata {
+        return Err("missing field `metadata`".into());
     }
+    // Reported once the name is known: `status` may come before `metadata`.
+    match bad {
+        Some((key, value, why)) => Err(bad_quantity(node.name(), &key, &value, why)),
+        None => Ok(()),
+    }
+}
+
+/// A kept allocatable value that does not parse: key, value, why.
+type BadQuantity<'de> = (Cow<'de, str>, Cow<'de, str>, QuantityError);
+
+/// Reads `status`, keeping the allocatable resources `filter` names.
+fn read_status<'de>(
+    c: &mut Cursor<'de>,
+    filter: KeyFilter<'_>,
+    allocatable: &mut Allocatable<'de>,
+) -> Result<Option<BadQuantity<'de>>, String> {
+    let mut bad = None;
+    c.object(|c, key| {
+        match key.as_bytes() {
+            b"allocatable" if !c.eat_null()? => {
+                allocatable.clear();
+                bad = None;
+                allocatable.listed = true;
+                c.object(|c, key| {
+                    if filter.keeps_bytes(key.as_bytes()) {
+                        let key = key.into_text()?;
+                        let value = c.string()?;
+                        match Quantity::parse(&value) {
+                            Ok(q) => allocatable.entries.push((Str(key), q)),
+                            Err(why) => {
+                                bad.get_or_insert((key, value, why));
+                            }
+                        }
+                        Ok(())
+                    } else {
+                        c.string().map(drop)
+                    }
+                })?;
+            }
+            b"allocatable" => {
+                allocatable.clear();
+                bad = None;
+            }
+            _ => c.skip_value()?,
+        }
+        Ok(())
+    })?;
+    Ok(bad)
 }
 
 fn read_meta<'de>(
     c: &mut Cursor<'de>,
-    filter: LabelFilter<'_>,
+    filter: KeyFilter<'_>,
     meta: &mut NodeMeta<'de>,
 ) -> Result<(), String> {
     let mut name = None;
@@ -406,11 +567,7 @@ fn read_taint<'de>(c: &mut Cursor<'de>) -> Result<Taint<'de>, String> {
 
 /// The same scan through serde, kept as the oracle of a differential test.
 #[cfg(test)]
-pub fn scan_with_serde<'de, F>(
-    bytes: &'de [u8],
-    labels: LabelFilter<'_>,
-    visit: F,
-) -> Result<Scan, String>
+pub fn scan_with_serde<'de, F>(bytes: &'de [u8], keep: Keep<'_>, visit: F) -> Result<Scan, String>
 where
     F: FnMut(&Node<'de>) -> ControlFlow<()>,
 {
@@ -421,7 +578,7 @@ where
     }
     let mut list = ListVisitor {
         visit,
-        labels,
+        keep,
         stopped: false,
     };
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -438,7 +595,7 @@ where
 #[cfg(test)]
 struct ListVisitor<'k, F> {
     visit: F,
-    labels: LabelFilter<'k>,
+    keep: Keep<'k>,
     stopped: bool,
 }
 
@@ -503,7 +660,7 @@ where
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(node) = seq.next_element_seed(NodeSeed(self.0.labels))? {
+        while let Some(node) = seq.next_element_seed(NodeSeed(self.0.keep))? {
             if (self.0.visit)(&node).is_break() {
                 self.0.stopped = true;
                 return Err(de::Error::custom(STOP));
@@ -533,7 +690,7 @@ where
 #[cfg(test)]
 pub fn parse_node_list(bytes: &[u8]) -> Result<Vec<Node<'_>>, String> {
     let mut nodes = Vec::new();
-    scan_node_list(bytes, LabelFilter::All, |n| {
+    scan_node_list(bytes, Keep::ALL, |n| {
         nodes.push(n.clone());
         ControlFlow::Continue(())
     })?;
@@ -573,7 +730,11 @@ mod tests {
             br#"{"items":[{"metadata":{"name":"n","labels":{"a":"1","b":"2","c":{"odd":true}}}}]}"#;
         let wanted = vec!["b".to_string(), "missing".to_string()];
         let mut seen = Vec::new();
-        scan_node_list(json, LabelFilter::Only(&wanted), |n| {
+        let keep = Keep {
+            labels: KeyFilter::Only(&wanted),
+            allocatable: KeyFilter::All,
+        };
+        scan_node_list(json, keep, |n| {
             seen.push(n.metadata.labels.clone());
             ControlFlow::Continue(())
         })
@@ -618,13 +779,20 @@ mod tests {
             {"apiVersion":"v1","kind":"Node","metadata":{"name":"a","uid":"u-1","labels":{"zone":"z1","k8s.io/x":"","esc\u0041":"v\"w"},
               "annotations":{"note":"x, y: [z]","n":"1.5e3"}},
              "spec":{"taints":[{"key":"t","value":"1","effect":"NoSchedule","timeAdded":"2026-01-01T00:00:00Z"},{"key":"u","effect":"NoExecute","value":null}],
-                     "unschedulable":false,"podCIDRs":["10.0.0.0/24"]},"status":{"images":[{"names":["i"],"sizeBytes":12345678901234567890}],"x":[true,false,null,-0.5e-3]}},
-            {"metadata":{"name":"b","labels":null},"spec":null},
-            {"metadata":{"name":"c"},"spec":{"taints":null,"unschedulable":true}}]}"#;
+                     "unschedulable":false,"podCIDRs":["10.0.0.0/24"]},"status":{"images":[{"names":["i"],"sizeBytes":12345678901234567890}],"x":[true,false,null,-0.5e-3],
+              "allocatable":{"cpu":"15900m","memory":"64Gi","nvidia.com/gpu":"4","pods":"110","hugepages-2Mi":"0"}}},
+            {"status":{"allocatable":{"cpu":"1"}},"metadata":{"name":"b","labels":null},"spec":null},
+            {"metadata":{"name":"c"},"spec":{"taints":null,"unschedulable":true},"status":{"allocatable":null}}]}"#;
         let filters: [Vec<String>; 3] = [
             vec![],
-            vec!["zone".into()],
-            vec!["zone".into(), "escA".into(), "k8s.io/x".into()],
+            vec!["zone".into(), "cpu".into()],
+            vec![
+                "zone".into(),
+                "escA".into(),
+                "k8s.io/x".into(),
+                "nvidia.com/gpu".into(),
+                "pods".into(),
+            ],
         ];
         let run = |text: &[u8], filter: &[String], stop_at: usize, serde: bool| {
             let mut seen = Vec::new();
@@ -637,9 +805,12 @@ mod tests {
                 }
             };
             let f = if filter.is_empty() {
-                LabelFilter::All
+                Keep::ALL
             } else {
-                LabelFilter::Only(filter)
+                Keep {
+                    labels: KeyFilter::Only(filter),
+                    allocatable: KeyFilter::Only(filter),
+                }
             };
             let result = if serde {
                 scan_with_serde(text, f, visit)

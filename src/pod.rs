@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Affinity, NodeSelector, Toleration};
 use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::quantity::Quantity;
+use crate::resources::{ContainerResources, PodResources, ResourceList};
 
 /// Annotation the kubelet puts on the API mirror of a static pod.
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -48,6 +52,41 @@ struct PodSpec {
     runtime_class_name: Option<String>,
     #[serde(default)]
     overhead: Option<BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    containers: Option<Vec<RawContainer>>,
+    #[serde(default)]
+    init_containers: Option<Vec<RawContainer>>,
+    #[serde(default)]
+    resources: Option<RawRequirements>,
+    #[serde(default)]
+    topology_spread_constraints: Option<Vec<RawSpreadConstraint>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawContainer {
+    #[serde(default)]
+    resources: Option<RawRequirements>,
+    #[serde(default)]
+    restart_policy: Option<String>,
+}
+
+/// Quantities stay raw JSON text until parsed exactly (never via f64).
+#[derive(Debug, Default, Deserialize)]
+struct RawRequirements {
+    #[serde(default)]
+    requests: Option<BTreeMap<String, Box<RawValue>>>,
+    #[serde(default)]
+    limits: Option<BTreeMap<String, Box<RawValue>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSpreadConstraint {
+    #[serde(default)]
+    topology_key: String,
+    #[serde(default)]
+    when_unsatisfiable: String,
 }
 
 /// What the policy needs to know about one Pod.
@@ -65,6 +104,11 @@ pub struct PodFacts {
     pub runtime_class_name: Option<String>,
     /// `spec.overhead`, as raw quantities.
     pub overhead: Option<BTreeMap<String, serde_json::Value>>,
+    /// Container, init-container and pod-level resources, defaulted as the
+    /// API server does before mutating webhooks run.
+    pub resources: PodResources,
+    /// `(topologyKey, whenUnsatisfiable)` of each topology spread constraint.
+    pub topology_spread: Vec<(String, String)>,
 }
 
 impl PodFacts {
@@ -78,6 +122,8 @@ impl PodFacts {
         let meta = pod.metadata.unwrap_or_default();
         let has_spec = pod.spec.is_some();
         let spec = pod.spec.unwrap_or_default();
+        let resources =
+            pod_resources(&spec).map_err(|e| format!("the object is not a valid Pod: {e}"))?;
         let host_namespaces = [
             ("hostNetwork", spec.host_network),
             ("hostPID", spec.host_pid),
@@ -103,8 +149,78 @@ impl PodFacts {
             host_namespaces,
             runtime_class_name: spec.runtime_class_name.filter(|n| !n.is_empty()),
             overhead: spec.overhead,
+            resources,
+            topology_spread: spec
+                .topology_spread_constraints
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| (c.topology_key, c.when_unsatisfiable))
+                .collect(),
         })
     }
+}
+
+fn pod_resources(spec: &PodSpec) -> Result<PodResources, String> {
+    let containers = |list: &Option<Vec<RawContainer>>, field: &str| {
+        list.iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, c)| {
+                let r = container_resources(c.resources.as_ref(), &format!("spec.{field}[{i}]"))?;
+                Ok((r, c.restart_policy.as_deref() == Some("Always")))
+            })
+            .collect::<Result<Vec<_>, String>>()
+    };
+    Ok(PodResources {
+        containers: containers(&spec.containers, "containers")?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect(),
+        init_containers: containers(&spec.init_containers, "initContainers")?,
+        // Pod-level limits are not copied into requests like a container's:
+        // `PodResources::requests` applies the pod-level defaulting rule.
+        pod_level: raw_requirements(spec.resources.as_ref(), "spec")?,
+    })
+}
+
+fn container_resources(
+    raw: Option<&RawRequirements>,
+    path: &str,
+) -> Result<ContainerResources, String> {
+    Ok(raw_requirements(raw, path)?.defaulted())
+}
+
+fn raw_requirements(
+    raw: Option<&RawRequirements>,
+    path: &str,
+) -> Result<ContainerResources, String> {
+    let Some(raw) = raw else {
+        return Ok(ContainerResources::default());
+    };
+    Ok(ContainerResources {
+        requests: resource_list(raw.requests.as_ref(), &format!("{path}.resources.requests"))?,
+        limits: resource_list(raw.limits.as_ref(), &format!("{path}.resources.limits"))?,
+    })
+}
+
+/// Parses a ResourceList; API defaulting rounds each quantity up to milli.
+fn resource_list(
+    raw: Option<&BTreeMap<String, Box<RawValue>>>,
+    path: &str,
+) -> Result<ResourceList, String> {
+    raw.into_iter()
+        .flatten()
+        .map(|(name, value)| {
+            let text = value.get();
+            let q = if text == "null" {
+                Quantity::ZERO
+            } else {
+                Quantity::from_json_text(text)
+                    .map_err(|e| format!("{path}.{name}: {text} is not a valid quantity ({e})"))?
+            };
+            Ok((name.clone(), q.round_up_to_milli()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -9,7 +9,11 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::node::v1::RuntimeClass;
 
 use crate::pod::PodFacts;
+use crate::quantity::Quantity;
+use crate::resources::{IgnoredResources, ResourceList};
 use crate::scheduling::Constraints;
+use crate::scheduling::node_resources_fit::ResourceFit;
+use crate::scheduling::pod_topology_spread::SpreadLabels;
 
 /// Parses the host's `get_resource` answer. k8s-openapi checks `apiVersion`
 /// and `kind`, so an answer of the wrong kind is an error too.
@@ -19,9 +23,36 @@ pub fn parse(bytes: &[u8]) -> Result<RuntimeClass, String> {
     })
 }
 
+/// The class's `overhead.podFixed`, which the RuntimeClass plugin copies
+/// into the pod's `spec.overhead`: the scheduler counts it with the requests.
+pub fn overhead(rc: &RuntimeClass) -> Result<ResourceList, String> {
+    let name = rc.metadata.name.as_deref().unwrap_or_default();
+    rc.overhead
+        .as_ref()
+        .and_then(|o| o.pod_fixed.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|(resource, q)| {
+            Quantity::parse(&q.0)
+                .map(|q| (resource.clone(), q.round_up_to_milli()))
+                .map_err(|e| {
+                    format!(
+                        "RuntimeClass {name:?} has overhead.podFixed {resource}: {:?}, which is not a valid quantity ({e})",
+                        q.0
+                    )
+                })
+        })
+        .collect()
+}
+
 /// The pod's constraints as the RuntimeClass plugin will leave them, or the
-/// reason the plugin would refuse the pod.
-pub fn effective_constraints(pod: &PodFacts, rc: &RuntimeClass) -> Result<Constraints, String> {
+/// reason the plugin would refuse the pod. `overhead` is [`overhead`]`(rc)`.
+pub fn effective_constraints(
+    pod: &PodFacts,
+    rc: &RuntimeClass,
+    overhead: &ResourceList,
+    ignored: &IgnoredResources,
+) -> Result<Constraints, String> {
     let name = rc.metadata.name.as_deref().unwrap_or_default();
     check_overhead(pod, rc, name)?;
     let scheduling = rc.scheduling.as_ref();
@@ -48,12 +79,20 @@ pub fn effective_constraints(pod: &PodFacts, rc: &RuntimeClass) -> Result<Constr
             .and_then(|s| s.tolerations.clone())
             .unwrap_or_default(),
     );
+    let requests = pod.resources.requests(overhead);
+    let spread = SpreadLabels::new(
+        pod.topology_spread
+            .iter()
+            .map(|(key, when)| (key.as_str(), when.as_str())),
+    );
     Ok(Constraints::new(
         pod.node_name.as_deref(),
         &node_selector,
         pod.required_node_affinity.as_ref(),
         tolerations,
-    ))
+    )
+    .with_resources(ResourceFit::new(&requests, ignored))
+    .with_spread(spread))
 }
 
 /// A pod that sets `spec.overhead` must match the class's `overhead.podFixed`.
@@ -103,6 +142,10 @@ mod tests {
         PodFacts::from_json(&json!({"spec": spec}).to_string()).unwrap()
     }
 
+    fn effective_constraints(pod: &PodFacts, rc: &RuntimeClass) -> Result<Constraints, String> {
+        super::effective_constraints(pod, rc, &overhead(rc)?, &IgnoredResources::default())
+    }
+
     #[test]
     fn merges_the_class_node_selector_and_tolerations() {
         let class = rc(json!({"scheduling": {
@@ -121,7 +164,7 @@ mod tests {
         );
         assert_eq!(
             c.check(&unlabelled),
-            Err(Reason::NodeAffinity),
+            Err(Reason::NodeAffinity.into()),
             "class nodeSelector must be merged"
         );
         // The same value on both sides is no conflict.
@@ -155,7 +198,7 @@ mod tests {
         );
         assert_eq!(
             c.check(&node(json!({"name": "n", "labels": {}}))),
-            Err(Reason::NodeAffinity)
+            Err(Reason::NodeAffinity.into())
         );
     }
 

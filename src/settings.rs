@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::labels;
+use crate::resources::IgnoredResources;
 
 /// What to do with the pod when the policy cannot give it Kata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,14 +41,16 @@ pub struct Settings {
     pub lookup_failure: Outcome,
     /// Never give Kata to pods with hostNetwork, hostPID or hostIPC.
     pub skip_host_namespaces: bool,
+    /// Extended resources (`vendor/name` or `vendor/*`) the resource-fit
+    /// check skips, e.g. those served through DRA.
+    pub ignored_resources: Vec<String>,
 }
 
 pub const DEFAULT_RUNTIME_CLASS: &str = "kata";
 /// The label kata-deploy sets on nodes once Kata is installed and ready.
 pub const DEFAULT_KATA_NODE_SELECTOR: &str = "katacontainers.io/kata-runtime=true";
 
-const KNOWN: &str =
-    "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipHostNamespaces";
+const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipHostNamespaces, ignoredResources";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -57,6 +60,7 @@ impl Default for Settings {
             no_feasible_node: Outcome::Accept,
             lookup_failure: Outcome::Accept,
             skip_host_namespaces: true,
+            ignored_resources: Vec::new(),
         }
     }
 }
@@ -93,6 +97,7 @@ impl Settings {
                         format!("skipHostNamespaces must be true or false, got {value}")
                     })?
                 }
+                "ignoredResources" => s.ignored_resources = strings(key, value)?,
                 _ => return Err(format!("unknown setting {key:?}; known settings: {KNOWN}")),
             }
         }
@@ -112,7 +117,14 @@ impl Settings {
                 self.kata_node_selector
             )
         })?;
+        self.ignored()?;
         Ok(())
+    }
+
+    /// `ignoredResources`, parsed.
+    pub fn ignored(&self) -> Result<IgnoredResources, String> {
+        IgnoredResources::parse(self.ignored_resources.iter().map(String::as_str))
+            .map_err(|e| format!("ignoredResources: {e}"))
     }
 
     /// The selector as sent to the host: `None` when every node is a kata node.
@@ -120,6 +132,21 @@ impl Settings {
         let trimmed = self.kata_node_selector.trim();
         (!trimmed.is_empty()).then_some(trimmed)
     }
+}
+
+fn strings(key: &str, value: &Value) -> Result<Vec<String>, String> {
+    let list = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(list) => list,
+        other => return Err(format!("{key} must be a list of strings, got {other}")),
+    };
+    list.iter()
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("{key} must be a list of strings, got the element {v}"))
+        })
+        .collect()
 }
 
 fn string(key: &str, value: &Value) -> Result<String, String> {
@@ -153,9 +180,14 @@ mod tests {
             "kataNodeSelector": "kata in (yes), !building",
             "noFeasibleNode": "reject",
             "lookupFailure": "reject",
-            "skipHostNamespaces": false
+            "skipHostNamespaces": false,
+            "ignoredResources": ["example.com/foo", "nvidia.com/*"]
         }))
         .unwrap();
+        assert_eq!(s.ignored_resources, ["example.com/foo", "nvidia.com/*"]);
+        let ignored = s.ignored().unwrap();
+        assert!(ignored.ignores("example.com/foo") && ignored.ignores("nvidia.com/gpu"));
+        assert!(!ignored.ignores("example.com/bar"));
         assert_eq!(s.runtime_class_name, "kata-qemu");
         assert_eq!(s.host_label_selector(), Some("kata in (yes), !building"));
         assert_eq!(s.no_feasible_node, Outcome::Reject);
@@ -194,6 +226,30 @@ mod tests {
                 "skipHostNamespaces must be true or false",
             ),
             (json!([]), "settings must be a JSON object"),
+            (
+                json!({"ignoredResources": "nvidia.com/gpu"}),
+                "ignoredResources must be a list of strings",
+            ),
+            (
+                json!({"ignoredResources": [1]}),
+                "ignoredResources must be a list of strings, got the element 1",
+            ),
+            (
+                json!({"ignoredResources": ["cpu"]}),
+                "ignoredResources: \"cpu\" is not an extended resource name",
+            ),
+            (
+                json!({"ignoredResources": ["kubernetes.io/batteries"]}),
+                "is not an extended resource name",
+            ),
+            (
+                json!({"ignoredResources": ["Nvidia_com/*"]}),
+                "ignoredResources: \"Nvidia_com/*\" is not a resource group",
+            ),
+            (
+                json!({"ignoredResources": ["example.com/"]}),
+                "is not an extended resource name",
+            ),
         ];
         for (input, want) in cases {
             let err = Settings::from_value(&input).unwrap_err();

@@ -638,3 +638,212 @@ fn custom_runtime_class_name() {
     assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata-qemu");
     assert_eq!(cluster.queries.borrow()[0], "RuntimeClass kata-qemu");
 }
+
+// ------------------------------------------------- resources and topology
+
+/// A kata worker with `status.allocatable`.
+fn sized_worker(name: &str, allocatable: Value) -> Value {
+    let mut n = worker(name);
+    n["status"] = json!({ "allocatable": allocatable });
+    n
+}
+
+fn cpu_node() -> Value {
+    json!({"cpu": "16", "memory": "64Gi", "ephemeral-storage": "100Gi", "pods": "110", "hugepages-2Mi": "0"})
+}
+
+fn gpu_node() -> Value {
+    let mut a = cpu_node();
+    a["nvidia.com/gpu"] = json!("4");
+    a
+}
+
+fn gpu_pod() -> Value {
+    json!({"containers": [{"name": "cuda", "image": "cuda",
+        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]})
+}
+
+#[test]
+fn a_gpu_pod_on_cpu_only_kata_nodes_is_left_alone() {
+    let cluster = FakeCluster::new(vec![
+        sized_worker("w1", cpu_node()),
+        sized_worker("w2", cpu_node()),
+    ]);
+    let d = decide_payload(&pod_request(gpu_pod()), &cluster);
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/gpu"
+    );
+    // The same pod when one kata node group has GPUs.
+    let cluster = FakeCluster::new(vec![
+        sized_worker("w1", cpu_node()),
+        sized_worker("g1", gpu_node()),
+    ]);
+    let d = decide_payload(&pod_request(gpu_pod()), &cluster);
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    // A cluster that serves GPUs through DRA lists them in ignoredResources.
+    let cluster = FakeCluster::new(vec![sized_worker("w1", cpu_node())]);
+    let d = decide_payload(
+        &request(
+            "Pod",
+            "",
+            "CREATE",
+            json!({"spec": gpu_pod()}),
+            json!({"ignoredResources": ["nvidia.com/*"]}),
+        ),
+        &cluster,
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+}
+
+#[test]
+fn the_kata_overhead_can_make_the_difference() {
+    let node = sized_worker("w1", json!({"cpu": "16", "memory": "64Gi", "pods": "110"}));
+    let spec = json!({"containers": [{"name": "big", "image": "x",
+        "resources": {"requests": {"cpu": "15800m", "memory": "1Gi"}}}]});
+    let without = FakeCluster::new(vec![node.clone()]);
+    assert_eq!(
+        mutated_spec(&decide_payload(&pod_request(spec.clone()), &without))["runtimeClassName"],
+        "kata"
+    );
+    let with = FakeCluster::new(vec![node]).with_class(Some(kata_class(
+        json!({"overhead": {"podFixed": {"cpu": "250m", "memory": "160Mi"}}}),
+    )));
+    let d = decide_payload(&pod_request(spec), &with);
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: 0/1 kata nodes can run this pod: 1 Insufficient cpu"
+    );
+}
+
+#[test]
+fn resources_are_checked_after_the_other_filters() {
+    // A tainted GPU node reports its taint, not its resources: the first
+    // failing filter per node, in the scheduler's order.
+    let mut tainted = sized_worker("g1", cpu_node());
+    tainted["spec"]["taints"] = json!([{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]);
+    let cluster = FakeCluster::new(vec![
+        tainted,
+        sized_worker("w1", json!({"cpu": "1", "pods": "0"})),
+    ]);
+    let d = decide_payload(&pod_request(gpu_pod()), &cluster);
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 Insufficient nvidia.com/gpu, \
+         1 Too many pods, 1 node(s) had untolerated taint {gpu: yes}"
+    );
+}
+
+#[test]
+fn a_bound_pod_is_checked_on_its_node_like_the_kubelet_does() {
+    let cluster = FakeCluster::new(vec![
+        sized_worker("w1", cpu_node()),
+        sized_worker("g1", gpu_node()),
+    ]);
+    let big = json!({"containers": [{"name": "c", "resources": {"requests": {"memory": "128Gi"}}}], "nodeName": "w1"});
+    assert_eq!(
+        leave_text(&decide_payload(&pod_request(big), &cluster)),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 Insufficient memory, \
+         1 node(s) didn't match the requested node name"
+    );
+    // The kubelet drops extended resources its node does not list at all
+    // (`removeMissingExtendedResources`): it runs this pod on w1.
+    let mut spec = gpu_pod();
+    spec["nodeName"] = json!("w1");
+    assert_eq!(
+        mutated_spec(&decide_payload(&pod_request(spec), &cluster))["runtimeClassName"],
+        "kata"
+    );
+    // ... but refuses it on a node that lists too few.
+    let few = FakeCluster::new(vec![sized_worker("w1", json!({"nvidia.com/gpu": "0"}))]);
+    let mut spec = gpu_pod();
+    spec["nodeName"] = json!("w1");
+    assert!(
+        leave_text(&decide_payload(&pod_request(spec), &few))
+            .contains("1 Insufficient nvidia.com/gpu")
+    );
+}
+
+#[test]
+fn a_topology_key_that_kata_nodes_lack_rules_them_out() {
+    let spread = |key: &str, when: &str| {
+        json!({"containers": containers(), "topologySpreadConstraints": [{"maxSkew": 1,
+            "topologyKey": key, "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": "web"}}}]})
+    };
+    let d = decide_payload(
+        &pod_request(spread("topology.kubernetes.io/zone", "DoNotSchedule")),
+        &seed_cluster(),
+    );
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+         2 node(s) didn't match pod topology spread constraints (missing required label)"
+    );
+    let d = decide_payload(
+        &pod_request(spread("topology.kubernetes.io/zone", "ScheduleAnyway")),
+        &seed_cluster(),
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    let d = decide_payload(
+        &pod_request(spread("kubernetes.io/hostname", "DoNotSchedule")),
+        &seed_cluster(),
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+}
+
+#[test]
+fn quantities_that_do_not_parse() {
+    // In the pod: refused with 400 (the API server never sends one).
+    let spec = json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]});
+    match decide_payload(&pod_request(spec), &seed_cluster()) {
+        Decision::Reject {
+            explanation,
+            code: Some(400),
+        } => assert_eq!(
+            explanation,
+            "the object is not a valid Pod: spec.containers[0].resources.requests.cpu: \"lots\" is not a valid quantity \
+             (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // On a node the pod is judged on: the answer is malformed (lookupFailure).
+    let cluster = FakeCluster::new(vec![sized_worker("w1", json!({"cpu": "16 cores"}))]);
+    let spec = json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]});
+    let d = decide_payload(&pod_request(spec.clone()), &cluster);
+    assert!(
+        leave_text(&d).contains(
+            "node \"w1\" has status.allocatable cpu: \"16 cores\", which is not a valid quantity"
+        ),
+        "{d:?}"
+    );
+    // In the RuntimeClass overhead: malformed too.
+    let cluster = seed_cluster().with_class(Some(kata_class(
+        json!({"overhead": {"podFixed": {"cpu": "a lot"}}}),
+    )));
+    let d = decide_payload(&pod_request(spec), &cluster);
+    assert!(
+        leave_text(&d).contains("RuntimeClass \"kata\" has overhead.podFixed cpu: \"a lot\", which is not a valid quantity"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn undefaulted_limits_count_as_requests() {
+    // `kwctl run` gives the pod as written; the API server would have
+    // copied the limit into the missing request before the webhook.
+    let node = sized_worker("w1", json!({"cpu": "2", "memory": "4Gi", "pods": "110"}));
+    let cluster = FakeCluster::new(vec![node]);
+    let limits_only =
+        json!({"containers": [{"name": "c", "resources": {"limits": {"memory": "8Gi"}}}]});
+    assert!(
+        leave_text(&decide_payload(&pod_request(limits_only), &cluster))
+            .contains("Insufficient memory")
+    );
+    let small_request = json!({"containers": [{"name": "c",
+        "resources": {"requests": {"memory": "1Gi"}, "limits": {"memory": "8Gi"}}}]});
+    assert_eq!(
+        mutated_spec(&decide_payload(&pod_request(small_request), &cluster))["runtimeClassName"],
+        "kata"
+    );
+}

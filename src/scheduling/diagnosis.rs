@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::Reason;
+use super::{Reason, Unfit};
 
 #[derive(Debug, Default, Clone)]
 pub struct Diagnosis<'n> {
@@ -25,8 +25,16 @@ impl PartialEq for Diagnosis<'_> {
 impl Eq for Diagnosis<'_> {}
 
 impl<'n> Diagnosis<'n> {
-    pub fn record(&mut self, reason: Reason<'n>) {
+    /// Records one node that cannot run the pod, with each of its reasons.
+    pub fn record(&mut self, unfit: Unfit<'n>) {
         self.total += 1;
+        self.count(unfit.first);
+        for reason in unfit.more {
+            self.count(reason);
+        }
+    }
+
+    fn count(&mut self, reason: Reason<'n>) {
         match &mut self.run {
             Some((current, count)) if *current == reason => *count += 1,
             run => {
@@ -74,13 +82,13 @@ mod tests {
     #[test]
     fn most_frequent_first_then_alphabetical() {
         let mut d = Diagnosis::default();
-        d.record(Reason::taint("b", "1"));
+        d.record(Reason::taint("b", "1").into());
         for _ in 0..10 {
-            d.record(Reason::NodeAffinity);
+            d.record(Reason::NodeAffinity.into());
         }
-        d.record(Reason::Unschedulable);
-        d.record(Reason::taint("a", ""));
-        d.record(Reason::taint("b", "1"));
+        d.record(Reason::Unschedulable.into());
+        d.record(Reason::taint("a", "").into());
+        d.record(Reason::taint("b", "1").into());
         assert_eq!(d.total(), 14);
         assert_eq!(
             d.to_string(),
@@ -91,6 +99,26 @@ mod tests {
         assert_eq!(
             Diagnosis::default().to_string(),
             "0/0 kata nodes can run this pod"
+        );
+    }
+
+    /// As the scheduler prints them: a node short of two resources counts
+    /// once in the total and once under each reason.
+    #[test]
+    fn a_node_short_of_several_resources_counts_under_each() {
+        let cpu = || Reason::Insufficient("cpu".into());
+        let gpu = || Reason::Insufficient("nvidia.com/gpu".into());
+        let mut d = Diagnosis::default();
+        d.record(Unfit {
+            first: cpu(),
+            more: vec![gpu()],
+        });
+        d.record(gpu().into());
+        d.record(Reason::TooManyPods.into());
+        assert_eq!(d.total(), 3);
+        assert_eq!(
+            d.to_string(),
+            "0/3 kata nodes can run this pod: 2 Insufficient nvidia.com/gpu, 1 Insufficient cpu, 1 Too many pods"
         );
     }
 }

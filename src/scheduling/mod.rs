@@ -8,11 +8,14 @@
 mod diagnosis;
 pub mod node_affinity;
 pub mod node_name;
+pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod taint_toleration;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
 
@@ -28,11 +31,13 @@ pub enum Feasibility<'n> {
     },
 }
 use node_affinity::RequiredNodeAffinity;
+use node_resources_fit::ResourceFit;
+use pod_topology_spread::SpreadLabels;
 use taint_toleration::{NO_EXECUTE, NO_SCHEDULE, first_untolerated};
 
 use std::ops::ControlFlow;
 
-use crate::node::{LabelFilter, Node, Scan, scan_node_list};
+use crate::node::{Keep, KeyFilter, Node, Scan, scan_node_list};
 
 /// Why a node cannot run the pod, in kube-scheduler's words.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -46,6 +51,12 @@ pub enum Reason<'n> {
         value: Cow<'n, str>,
     },
     NodeAffinity,
+    /// The pod does not fit the node's `pods` count.
+    TooManyPods,
+    /// The pod requests more of a resource than the node has allocatable.
+    Insufficient(Arc<str>),
+    /// A `DoNotSchedule` topology spread constraint names a label the node lacks.
+    TopologySpreadLabel,
 }
 
 impl<'n> Reason<'n> {
@@ -68,7 +79,45 @@ impl std::fmt::Display for Reason<'_> {
             Reason::NodeAffinity => {
                 f.write_str("node(s) didn't match Pod's node affinity/selector")
             }
+            Reason::TooManyPods => f.write_str("Too many pods"),
+            Reason::Insufficient(resource) => write!(f, "Insufficient {resource}"),
+            Reason::TopologySpreadLabel => f.write_str(
+                "node(s) didn't match pod topology spread constraints (missing required label)",
+            ),
         }
+    }
+}
+
+/// Why one node cannot run the pod: the first failing filter's reasons.
+/// Mostly one; NodeResourcesFit reports every resource the node is short of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unfit<'n> {
+    pub first: Reason<'n>,
+    pub more: Vec<Reason<'n>>,
+}
+
+impl<'n> From<Reason<'n>> for Unfit<'n> {
+    fn from(first: Reason<'n>) -> Self {
+        Unfit {
+            first,
+            more: Vec::new(),
+        }
+    }
+}
+
+impl<'n> Unfit<'n> {
+    /// `None` when `reasons` is empty (the filter passed).
+    fn from_reasons(reasons: Vec<Reason<'n>>) -> Option<Self> {
+        let mut reasons = reasons.into_iter();
+        let first = reasons.next()?;
+        Some(Unfit {
+            first,
+            more: reasons.collect(),
+        })
+    }
+
+    pub fn reasons(&self) -> impl Iterator<Item = &Reason<'n>> {
+        std::iter::once(&self.first).chain(&self.more)
     }
 }
 
@@ -81,8 +130,12 @@ pub struct Constraints {
     node_name: Option<String>,
     affinity: RequiredNodeAffinity,
     tolerations: Vec<Toleration>,
-    /// The node labels `affinity` reads; a node scan skips all others.
+    resources: ResourceFit,
+    spread: SpreadLabels,
+    /// The node labels `affinity` and `spread` read; a node scan skips all others.
     label_keys: Vec<String>,
+    /// The allocatable resources `resources` reads.
+    allocatable_keys: Vec<String>,
 }
 
 impl Constraints {
@@ -93,16 +146,44 @@ impl Constraints {
         tolerations: Vec<Toleration>,
     ) -> Self {
         let affinity = RequiredNodeAffinity::new(node_selector, required_affinity);
-        Constraints {
+        let mut c = Constraints {
             node_name: node_name.map(str::to_string),
-            label_keys: affinity.label_keys(),
             affinity,
             tolerations,
-        }
+            resources: ResourceFit::default(),
+            spread: SpreadLabels::default(),
+            label_keys: Vec::new(),
+            allocatable_keys: Vec::new(),
+        };
+        c.update_keys();
+        c
+    }
+
+    /// Adds the static NodeResourcesFit check of the pod's total requests.
+    pub fn with_resources(mut self, resources: ResourceFit) -> Self {
+        self.resources = resources;
+        self.update_keys();
+        self
+    }
+
+    /// Adds the static PodTopologySpread check (required topology labels).
+    pub fn with_spread(mut self, spread: SpreadLabels) -> Self {
+        self.spread = spread;
+        self.update_keys();
+        self
+    }
+
+    fn update_keys(&mut self) {
+        let mut labels = self.affinity.label_keys();
+        labels.extend(self.spread.label_keys().iter().cloned());
+        labels.sort();
+        labels.dedup();
+        self.label_keys = labels;
+        self.allocatable_keys = self.resources.allocatable_keys();
     }
 
     /// `Ok` when the node can run the pod, else the first failing filter.
-    pub fn check<'n>(&self, node: &Node<'n>) -> Result<(), Reason<'n>> {
+    pub fn check<'n>(&self, node: &Node<'n>) -> Result<(), Unfit<'n>> {
         let untolerated = |effects: &[&str]| {
             first_untolerated(&node.spec.taints, &self.tolerations, effects).map(|t| {
                 Reason::UntoleratedTaint {
@@ -112,28 +193,40 @@ impl Constraints {
             })
         };
         match &self.node_name {
-            // kube-scheduler: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity.
+            // kube-scheduler: NodeUnschedulable, NodeName, TaintToleration,
+            // NodeAffinity, NodeResourcesFit, …, PodTopologySpread.
             None => {
                 if !node_unschedulable::passes(node, &self.tolerations) {
-                    return Err(Reason::Unschedulable);
+                    return Err(Reason::Unschedulable.into());
                 }
                 if let Some(reason) = untolerated(&[NO_SCHEDULE, NO_EXECUTE]) {
-                    return Err(reason);
+                    return Err(reason.into());
                 }
                 if !self.affinity.matches(node) {
-                    return Err(Reason::NodeAffinity);
+                    return Err(Reason::NodeAffinity.into());
+                }
+                if let Some(unfit) = Unfit::from_reasons(self.resources.shortfalls(node, false)) {
+                    return Err(unfit);
+                }
+                if !self.spread.passes(node) {
+                    return Err(Reason::TopologySpreadLabel.into());
                 }
             }
-            // kubelet admission: node affinity/selector, node name, NoExecute taints.
+            // kubelet admission (`AdmissionCheck`): resources, node
+            // affinity/selector, node name; then NoExecute taints. It never
+            // looks at topology spread.
             Some(name) => {
                 if !node_name::passes(node, Some(name)) {
-                    return Err(Reason::NodeName);
+                    return Err(Reason::NodeName.into());
+                }
+                if let Some(unfit) = Unfit::from_reasons(self.resources.shortfalls(node, true)) {
+                    return Err(unfit);
                 }
                 if !self.affinity.matches(node) {
-                    return Err(Reason::NodeAffinity);
+                    return Err(Reason::NodeAffinity.into());
                 }
                 if let Some(reason) = untolerated(&[NO_EXECUTE]) {
-                    return Err(reason);
+                    return Err(reason.into());
                 }
             }
         }
@@ -146,12 +239,16 @@ impl Constraints {
     pub fn find_feasible<'n>(&self, node_list: &'n [u8]) -> Result<Feasibility<'n>, String> {
         let mut diagnosis = Diagnosis::default();
         let mut named_node_seen = false;
-        let scan = scan_node_list(node_list, LabelFilter::Only(&self.label_keys), |node| {
+        let keep = Keep {
+            labels: KeyFilter::Only(&self.label_keys),
+            allocatable: KeyFilter::Only(&self.allocatable_keys),
+        };
+        let scan = scan_node_list(node_list, keep, |node| {
             named_node_seen |= self.node_name.as_deref() == Some(node.name());
             match self.check(node) {
                 Ok(()) => ControlFlow::Break(()),
-                Err(reason) => {
-                    diagnosis.record(reason);
+                Err(unfit) => {
+                    diagnosis.record(unfit);
                     ControlFlow::Continue(())
                 }
             }
@@ -171,14 +268,18 @@ impl Constraints {
 pub(crate) mod test_support {
     use crate::node::Node;
 
-    /// A node from `{"name", "labels", "taints", "unschedulable"}`; leaked so
-    /// that tests can hold borrowed nodes without ceremony.
+    /// A node from `{"name", "labels", "taints", "unschedulable",
+    /// "allocatable"}`; leaked so that tests can hold borrowed nodes
+    /// without ceremony.
     pub fn node(v: serde_json::Value) -> Node<'static> {
-        let full = serde_json::json!({
+        let mut full = serde_json::json!({
             "metadata": {"name": v["name"], "labels": v.get("labels").cloned().unwrap_or_default()},
             "spec": {"taints": v.get("taints").cloned().unwrap_or_default(),
                      "unschedulable": v.get("unschedulable").cloned().unwrap_or(false.into())},
         });
+        if let Some(allocatable) = v.get("allocatable") {
+            full["status"] = serde_json::json!({ "allocatable": allocatable });
+        }
         let text: &'static str = Box::leak(full.to_string().into_boxed_str());
         serde_json::from_str(text).expect("test node")
     }
@@ -224,14 +325,14 @@ mod tests {
         let n = node(json!({"name": "n", "unschedulable": true, "labels": {},
                             "taints": [{"key": "t", "value": "v", "effect": "NoSchedule"}]}));
         let c = constraints(json!({"nodeSelector": {"x": "y"}}));
-        assert_eq!(c.check(&n), Err(Reason::Unschedulable));
+        assert_eq!(c.check(&n), Err(Reason::Unschedulable.into()));
         let c = constraints(json!({"nodeSelector": {"x": "y"},
             "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}));
-        assert_eq!(c.check(&n), Err(Reason::taint("t", "v")));
+        assert_eq!(c.check(&n), Err(Reason::taint("t", "v").into()));
         let c = constraints(
             json!({"nodeSelector": {"x": "y"}, "tolerations": [{"operator": "Exists"}]}),
         );
-        assert_eq!(c.check(&n), Err(Reason::NodeAffinity));
+        assert_eq!(c.check(&n), Err(Reason::NodeAffinity.into()));
         let c = constraints(json!({"tolerations": [{"operator": "Exists"}]}));
         assert_eq!(c.check(&n), Ok(()));
     }
@@ -245,12 +346,12 @@ mod tests {
         let worker =
             node(json!({"name": "w1", "labels": {"katacontainers.io/kata-runtime": "true"}}));
         assert_eq!(pod.check(&master()), Ok(()));
-        assert_eq!(pod.check(&worker), Err(Reason::NodeAffinity));
+        assert_eq!(pod.check(&worker), Err(Reason::NodeAffinity.into()));
         let plain = constraints(json!({}));
         assert_eq!(plain.check(&worker), Ok(()));
         assert_eq!(
             plain.check(&master()),
-            Err(Reason::taint("node-role.kubernetes.io/master", ""))
+            Err(Reason::taint("node-role.kubernetes.io/master", "").into())
         );
     }
 
@@ -274,15 +375,18 @@ mod tests {
             "kubelet ignores cordons and NoSchedule taints"
         );
         let other = node(json!({"name": "w2"}));
-        assert_eq!(bound.check(&other), Err(Reason::NodeName));
+        assert_eq!(bound.check(&other), Err(Reason::NodeName.into()));
         let evicting = node(
             json!({"name": "w1", "taints": [{"key": "gone", "value": "x", "effect": "NoExecute"}]}),
         );
-        assert_eq!(bound.check(&evicting), Err(Reason::taint("gone", "x")));
+        assert_eq!(
+            bound.check(&evicting),
+            Err(Reason::taint("gone", "x").into())
+        );
         let wrong_zone = constraints(json!({"nodeName": "w1", "nodeSelector": {"zone": "b"}}));
         assert_eq!(
             wrong_zone.check(&tainted),
-            Err(Reason::NodeAffinity),
+            Err(Reason::NodeAffinity.into()),
             "kubelet checks the selector"
         );
     }
