@@ -80,6 +80,47 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   only_runtime_class_patch kata
 }
 
+@test "a GPU pod on CPU-only kata nodes is left alone: Insufficient nvidia.com/gpu" {
+  kwctl_run pod-gpu.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/gpu"
+  decision_is unchanged
+}
+
+@test "the same GPU pod gets kata when one kata node group has GPUs" {
+  kwctl_run pod-gpu.json kata-gpu-group.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+}
+
+@test "ignoredResources skips a GPU served through DRA" {
+  kwctl_run pod-gpu.json kata-workers.yml '{"ignoredResources":["nvidia.com/*"]}'
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+}
+
+@test "a pod that fits a kata node only without the kata overhead is left alone" {
+  kwctl_run pod-overhead-edge.json kata-overhead.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient cpu"
+  # Without overhead in the RuntimeClass, the same pod fits.
+  kwctl_run pod-overhead-edge.json kata-workers.yml
+  only_runtime_class_patch kata
+}
+
+@test "a topology spread key that kata nodes lack leaves the pod alone" {
+  kwctl_run pod-topology-spread.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match pod topology spread constraints (missing required label)"
+}
+
 @test "a hostNetwork pod is never given kata" {
   kwctl_run pod-host-network.json kata-workers.yml
   [ "$status" -eq 0 ]

@@ -264,7 +264,7 @@ mod tests {
     );
 
     const GET_RUNTIME_CLASS: &str = r#"{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":"kata","namespace":null,"disable_cache":false,"field_masks":null}"#;
-    const LIST_NODES: &str = r#"{"api_version":"v1","kind":"Node","label_selector":"katacontainers.io/kata-runtime=true","field_masks":["spec.unschedulable","spec.taints"]}"#;
+    const LIST_NODES: &str = r#"{"api_version":"v1","kind":"Node","label_selector":"katacontainers.io/kata-runtime=true","field_masks":["spec.unschedulable","spec.taints","status.allocatable"]}"#;
 
     fn call(
         session: &mut Session,

@@ -250,7 +250,7 @@ mod tests {
             label_selector: Some("katacontainers.io/kata-runtime=true".into()),
             field_selector: None,
             field_masks: Some(
-                ["spec.taints", "spec.unschedulable"]
+                ["spec.taints", "spec.unschedulable", "status.allocatable"]
                     .map(String::from)
                     .into(),
             ),

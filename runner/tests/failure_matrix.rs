@@ -187,7 +187,9 @@ fn big_session(nodes: &str) -> Session {
                 label_selector: Some("katacontainers.io/kata-runtime=true".into()),
                 field_selector: None,
                 field_masks: Some(
-                    ["spec.taints".to_string(), "spec.unschedulable".to_string()].into(),
+                    ["spec.taints", "spec.unschedulable", "status.allocatable"]
+                        .map(String::from)
+                        .into(),
                 ),
             },
             response: Response::Success {

@@ -59,6 +59,7 @@ fn settings_are_validated_by_the_module() {
         (br#"{"noFeasibleNode":"deny"}"#, "noFeasibleNode"),
         (br#"{"lookupFailure":1}"#, "lookupFailure"),
         (br#"{"skipHostNamespaces":"no"}"#, "skipHostNamespaces"),
+        (br#"{"ignoredResources":["gpu"]}"#, "ignoredResources"),
         (br#"{"bogus":true}"#, "bogus"),
         (b"not json", "not valid JSON"),
     ] {
@@ -115,6 +116,52 @@ fn pinned_and_bound_pods() {
     assert_only_runtime_class_added(
         &run(&p, "pod-node-name.json", "kata-workers.yml", json!({})),
         "kata",
+    );
+}
+
+#[test]
+fn resources_overhead_and_topology_labels() {
+    let p = policy();
+    let gpu = run(&p, "pod-gpu.json", "kata-workers.yml", json!({}));
+    assert_unchanged(&gpu);
+    assert_eq!(
+        warning(&gpu),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/gpu"
+    );
+    assert_only_runtime_class_added(
+        &run(&p, "pod-gpu.json", "kata-gpu-group.yml", json!({})),
+        "kata",
+    );
+    assert_only_runtime_class_added(
+        &run(
+            &p,
+            "pod-gpu.json",
+            "kata-workers.yml",
+            json!({"ignoredResources": ["nvidia.com/gpu"]}),
+        ),
+        "kata",
+    );
+    let edge = run(&p, "pod-overhead-edge.json", "kata-overhead.yml", json!({}));
+    assert_unchanged(&edge);
+    assert_eq!(
+        warning(&edge),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient cpu"
+    );
+    assert_only_runtime_class_added(
+        &run(&p, "pod-overhead-edge.json", "kata-workers.yml", json!({})),
+        "kata",
+    );
+    let spread = run(
+        &p,
+        "pod-topology-spread.json",
+        "kata-workers.yml",
+        json!({}),
+    );
+    assert_unchanged(&spread);
+    assert_eq!(
+        warning(&spread),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+         2 node(s) didn't match pod topology spread constraints (missing required label)"
     );
 }
 

@@ -36,7 +36,11 @@ fn nodes_request() -> CallbackRequest {
         kind: "Node".into(),
         label_selector: Some(SELECTOR.into()),
         field_selector: None,
-        field_masks: Some(["spec.taints".to_string(), "spec.unschedulable".to_string()].into()),
+        field_masks: Some(
+            ["spec.taints", "spec.unschedulable", "status.allocatable"]
+                .map(String::from)
+                .into(),
+        ),
     }
 }
 
