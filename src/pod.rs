@@ -51,7 +51,7 @@ struct PodSpec {
     #[serde(default)]
     runtime_class_name: Option<String>,
     #[serde(default)]
-    overhead: Option<BTreeMap<String, serde_json::Value>>,
+    overhead: Option<BTreeMap<String, Box<RawValue>>>,
     #[serde(default)]
     containers: Option<Vec<RawContainer>>,
     #[serde(default)]
@@ -102,8 +102,8 @@ pub struct PodFacts {
     /// The host namespaces the pod asks for, in the order hostNetwork, hostPID, hostIPC.
     pub host_namespaces: Vec<&'static str>,
     pub runtime_class_name: Option<String>,
-    /// `spec.overhead`, as raw quantities.
-    pub overhead: Option<BTreeMap<String, serde_json::Value>>,
+    /// `spec.overhead` (normally unset: the RuntimeClass plugin sets it).
+    pub overhead: Option<ResourceList>,
     /// Container, init-container and pod-level resources, defaulted as the
     /// API server does before mutating webhooks run.
     pub resources: PodResources,
@@ -122,8 +122,14 @@ impl PodFacts {
         let meta = pod.metadata.unwrap_or_default();
         let has_spec = pod.spec.is_some();
         let spec = pod.spec.unwrap_or_default();
-        let resources =
-            pod_resources(&spec).map_err(|e| format!("the object is not a valid Pod: {e}"))?;
+        let invalid = |e: String| format!("the object is not a valid Pod: {e}");
+        let resources = pod_resources(&spec).map_err(invalid)?;
+        let overhead = spec
+            .overhead
+            .as_ref()
+            .map(|o| resource_list(Some(o), "spec.overhead"))
+            .transpose()
+            .map_err(invalid)?;
         let host_namespaces = [
             ("hostNetwork", spec.host_network),
             ("hostPID", spec.host_pid),
@@ -148,7 +154,7 @@ impl PodFacts {
             tolerations: spec.tolerations.unwrap_or_default(),
             host_namespaces,
             runtime_class_name: spec.runtime_class_name.filter(|n| !n.is_empty()),
-            overhead: spec.overhead,
+            overhead,
             resources,
             topology_spread: spec
                 .topology_spread_constraints

@@ -4,8 +4,6 @@
 //! mutating, because mutating a pod that the plugin then refuses turns an
 //! admissible pod into a failed one.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::node::v1::RuntimeClass;
 
 use crate::pod::PodFacts;
@@ -54,7 +52,7 @@ pub fn effective_constraints(
     ignored: &IgnoredResources,
 ) -> Result<Constraints, String> {
     let name = rc.metadata.name.as_deref().unwrap_or_default();
-    check_overhead(pod, rc, name)?;
+    check_overhead(pod, rc, overhead, name)?;
     let scheduling = rc.scheduling.as_ref();
     let mut node_selector = pod.node_selector.clone();
     let rc_selector = scheduling.and_then(|s| s.node_selector.as_ref());
@@ -95,32 +93,30 @@ pub fn effective_constraints(
     .with_spread(spread))
 }
 
-/// A pod that sets `spec.overhead` must match the class's `overhead.podFixed`.
-/// Quantities are compared as written ("1" and "1000m" count as different):
-/// the cautious side, since a false conflict only leaves the pod unchanged.
-fn check_overhead(pod: &PodFacts, rc: &RuntimeClass, name: &str) -> Result<(), String> {
+/// A pod that sets `spec.overhead` must match the class's `overhead.podFixed`
+/// (`setOverhead`, `validateOverhead`): the same resources, and quantities
+/// equal in value (`apiequality.Semantic`: "1" equals "1000m").
+fn check_overhead(
+    pod: &PodFacts,
+    rc: &RuntimeClass,
+    fixed: &ResourceList,
+    name: &str,
+) -> Result<(), String> {
     let Some(pod_overhead) = pod.overhead.as_ref().filter(|o| !o.is_empty()) else {
         return Ok(());
     };
-    let rc_overhead: Option<BTreeMap<String, serde_json::Value>> = rc
-        .overhead
-        .as_ref()
-        .and_then(|o| o.pod_fixed.as_ref())
-        .map(|fixed| {
-            fixed
-                .iter()
-                .map(|(k, q)| (k.clone(), serde_json::Value::String(q.0.clone())))
-                .collect()
-        });
-    match rc_overhead {
-        Some(fixed) if &fixed == pod_overhead => Ok(()),
-        Some(_) => Err(format!(
-            "the pod's spec.overhead differs from RuntimeClass {name:?} overhead.podFixed; the RuntimeClass admission plugin would refuse the pod"
-        )),
-        None => Err(format!(
+    let defined = rc.overhead.as_ref().is_some_and(|o| o.pod_fixed.is_some());
+    if !defined {
+        return Err(format!(
             "the pod sets spec.overhead but RuntimeClass {name:?} defines none; the RuntimeClass admission plugin would refuse the pod"
-        )),
+        ));
     }
+    if pod_overhead != fixed {
+        return Err(format!(
+            "the pod's spec.overhead differs from RuntimeClass {name:?} overhead.podFixed; the RuntimeClass admission plugin would refuse the pod"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -208,6 +204,15 @@ mod tests {
         assert!(effective_constraints(&pod(json!({})), &class).is_ok());
         let same = pod(json!({"overhead": {"cpu": "250m", "memory": "160Mi"}}));
         assert!(effective_constraints(&same, &class).is_ok());
+        // Equal in value is equal, as the plugin's semantic comparison.
+        let same_value = pod(json!({"overhead": {"cpu": "0.25", "memory": "163840Ki"}}));
+        assert!(effective_constraints(&same_value, &class).is_ok());
+        let fewer_keys = pod(json!({"overhead": {"cpu": "250m"}}));
+        assert!(
+            effective_constraints(&fewer_keys, &class)
+                .unwrap_err()
+                .contains("differs")
+        );
         let other = pod(json!({"overhead": {"cpu": "1"}}));
         assert!(
             effective_constraints(&other, &class)
