@@ -3,6 +3,7 @@
 //!   the rules written here (`model`), node by node;
 //! - the decision does not depend on node order;
 //! - adding a node never turns "mutate" into "leave";
+//! - asking for more of a resource never turns "leave" into "mutate";
 //! - a mutation is the request object plus `spec.runtimeClassName`, nothing
 //!   else, whatever unknown fields the object carries at any depth.
 
@@ -12,7 +13,10 @@ use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
 use kata_runtime_policy::cluster::{Cluster, LookupError};
 use kata_runtime_policy::decision::{Decision, decide_payload};
 use kata_runtime_policy::node::Node;
+use kata_runtime_policy::pod::PodFacts;
 use kata_runtime_policy::scheduling::Constraints;
+use kata_runtime_policy::scheduling::node_resources_fit::ResourceFit;
+use kata_runtime_policy::scheduling::pod_topology_spread::SpreadLabels;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -31,15 +35,33 @@ fn pick<T: Clone + std::fmt::Debug + 'static>(items: &'static [T]) -> impl Strat
     proptest::sample::select(items)
 }
 
+/// Resource names and quantities, few enough that fits and misfits both occur.
+const RESOURCES: [&str; 4] = ["cpu", "memory", "pods", "example.com/gpu"];
+const QUANTITIES: [&str; 12] = [
+    "0", "100m", "500m", "1", "2", "4", "16", "110", "512Mi", "1Gi", "8Gi", "64Gi",
+];
+
+fn resource_list(max: usize) -> impl Strategy<Value = Value> {
+    proptest::collection::btree_map(pick(&RESOURCES), pick(&QUANTITIES), 0..max)
+        .prop_map(|m| json!(m))
+}
+
 fn node(name: &'static str) -> impl Strategy<Value = Value> {
     let labels = proptest::collection::btree_map(pick(&LABEL_KEYS), pick(&VALUES), 0..4);
     let taint = (pick(&TAINT_KEYS), pick(&VALUES), pick(&EFFECTS[..3]))
         .prop_map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}));
     let taints = proptest::collection::vec(taint, 0..3);
-    (labels, taints, any::<bool>()).prop_map(move |(labels, taints, unschedulable)| {
-        json!({"metadata": {"name": name, "labels": labels},
-               "spec": {"taints": taints, "unschedulable": unschedulable}})
-    })
+    let allocatable = proptest::option::weighted(0.8, resource_list(5));
+    (labels, taints, any::<bool>(), allocatable).prop_map(
+        move |(labels, taints, unschedulable, allocatable)| {
+            let mut n = json!({"metadata": {"name": name, "labels": labels},
+                   "spec": {"taints": taints, "unschedulable": unschedulable}});
+            if let Some(a) = allocatable {
+                n["status"] = json!({ "allocatable": a });
+            }
+            n
+        },
+    )
 }
 
 fn nodes() -> impl Strategy<Value = Vec<Value>> {
@@ -83,6 +105,24 @@ fn term() -> impl Strategy<Value = Value> {
         .prop_map(|(e, f)| json!({"matchExpressions": e, "matchFields": f}))
 }
 
+fn container(init: bool) -> impl Strategy<Value = Value> {
+    (resource_list(3), resource_list(2), any::<bool>()).prop_map(move |(requests, limits, always)| {
+        let mut c = json!({"name": "c", "image": "i", "resources": {"requests": requests, "limits": limits}});
+        if init && always {
+            c["restartPolicy"] = json!("Always");
+        }
+        c
+    })
+}
+
+fn spread() -> impl Strategy<Value = Value> {
+    let when = prop_oneof![Just("DoNotSchedule"), Just("ScheduleAnyway")];
+    proptest::collection::vec((pick(&LABEL_KEYS), when), 0..2).prop_map(|cs| {
+        json!(cs.into_iter().map(|(key, when)| json!({"maxSkew": 1, "topologyKey": key,
+            "whenUnsatisfiable": when})).collect::<Vec<_>>())
+    })
+}
+
 /// A pod spec with any mix of the constraints the filters read.
 fn pod_spec() -> impl Strategy<Value = Value> {
     (
@@ -90,9 +130,13 @@ fn pod_spec() -> impl Strategy<Value = Value> {
         proptest::option::weighted(0.6, proptest::collection::vec(term(), 0..3)),
         proptest::collection::vec(toleration(), 0..3),
         proptest::option::weighted(0.2, pick(&NAMES)),
+        proptest::collection::vec(container(false), 1..3),
+        proptest::collection::vec(container(true), 0..3),
+        spread(),
     )
-        .prop_map(|(selector, terms, tolerations, node_name)| {
-            let mut spec = json!({"containers": [{"name": "c", "image": "i"}],
+        .prop_map(|(selector, terms, tolerations, node_name, containers, inits, spread)| {
+            let mut spec = json!({"containers": containers, "initContainers": inits,
+                                  "topologySpreadConstraints": spread,
                                   "nodeSelector": selector, "tolerations": tolerations});
             if let Some(terms) = terms {
                 spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
@@ -245,6 +289,105 @@ mod model {
         selector_ok && terms_ok
     }
 
+    /// The generator's quantities, in milli-units.
+    fn milli(q: &str) -> i128 {
+        match q {
+            "0" => 0,
+            "100m" => 100,
+            "500m" => 500,
+            "1" => 1000,
+            "2" => 2000,
+            "4" => 4000,
+            "16" => 16000,
+            "110" => 110_000,
+            "512Mi" => 512 * 1024 * 1024 * 1000,
+            "1Gi" => 1024 * 1024 * 1024 * 1000,
+            "8Gi" => 8 * 1024 * 1024 * 1024 * 1000,
+            "64Gi" => 64 * 1024 * 1024 * 1024 * 1000,
+            other => panic!("not generated: {other}"),
+        }
+    }
+
+    type List = std::collections::BTreeMap<String, i128>;
+
+    fn requests_of(c: &Value) -> List {
+        let mut r: List = List::new();
+        let res = &c["resources"];
+        for (k, v) in res["requests"].as_object().into_iter().flatten() {
+            r.insert(k.clone(), milli(v.as_str().unwrap()));
+        }
+        // API defaulting: a limit without a request is the request.
+        for (k, v) in res["limits"].as_object().into_iter().flatten() {
+            r.entry(k.clone()).or_insert(milli(v.as_str().unwrap()));
+        }
+        r
+    }
+
+    /// Containers add up; an init container runs after the sidecars before
+    /// it, next to nothing else; sidecars also run next to the containers.
+    fn requests(pod: &Value) -> List {
+        let mut total = List::new();
+        for c in pod["containers"].as_array().into_iter().flatten() {
+            for (k, v) in requests_of(c) {
+                *total.entry(k).or_default() += v;
+            }
+        }
+        let mut sidecars = List::new();
+        let mut peak = List::new();
+        for c in pod["initContainers"].as_array().into_iter().flatten() {
+            let r = requests_of(c);
+            let mut running = sidecars.clone();
+            for (k, v) in &r {
+                *running.entry(k.clone()).or_default() += v;
+            }
+            if c["restartPolicy"] == "Always" {
+                sidecars = running.clone();
+                for (k, v) in &r {
+                    *total.entry(k.clone()).or_default() += v;
+                }
+            }
+            for (k, v) in running {
+                let p = peak.entry(k).or_default();
+                *p = (*p).max(v);
+            }
+        }
+        for (k, v) in peak {
+            let t = total.entry(k).or_default();
+            *t = (*t).max(v);
+        }
+        total
+    }
+
+    fn fits_resources(pod: &Value, node: &Value, kubelet: bool) -> bool {
+        let Some(alloc) = node["status"]["allocatable"].as_object() else {
+            return true;
+        };
+        let have = |k: &str| alloc.get(k).and_then(Value::as_str).map(milli);
+        // cpu compares in milli-units, the rest in whole units (rounded up).
+        let units = |k: &str, m: i128| if k == "cpu" { m } else { (m + 999) / 1000 };
+        if have("pods").is_some_and(|p| units("pods", p) < 1) {
+            return false;
+        }
+        requests(pod).iter().all(|(k, &want)| {
+            if want == 0 || k == "pods" {
+                return true;
+            }
+            match have(k) {
+                None if kubelet && k.contains('/') => true,
+                h => units(k, want) <= units(k, h.unwrap_or(0)),
+            }
+        })
+    }
+
+    fn spread_labels(pod: &Value, node: &Value) -> bool {
+        pod["topologySpreadConstraints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["whenUnsatisfiable"] == "DoNotSchedule")
+            .all(|c| label(node, s(c, "topologyKey")).is_some())
+    }
+
     pub fn feasible(pod: &Value, node: &Value) -> bool {
         let taints: Vec<&Value> = node["spec"]["taints"]
             .as_array()
@@ -260,13 +403,18 @@ mod model {
         match pod.get("nodeName").and_then(Value::as_str) {
             Some(name) => {
                 s(&node["metadata"], "name") == name
+                    && fits_resources(pod, node, true)
                     && affinity(pod, node)
                     && !blocks(&["NoExecute"])
             }
             None => {
                 let cordoned = node["spec"]["unschedulable"] == true
                     && !tolerated(pod, "node.kubernetes.io/unschedulable", "", "NoSchedule");
-                !cordoned && !blocks(&["NoSchedule", "NoExecute"]) && affinity(pod, node)
+                !cordoned
+                    && !blocks(&["NoSchedule", "NoExecute"])
+                    && affinity(pod, node)
+                    && fits_resources(pod, node, false)
+                    && spread_labels(pod, node)
             }
         }
     }
@@ -275,6 +423,17 @@ mod model {
 // ---------------------------------------------------------------- helpers
 
 fn constraints(spec: &Value) -> Constraints {
+    let facts = PodFacts::from_json(&pod(spec.clone()).to_string()).unwrap();
+    let fit = ResourceFit::new(
+        &facts.resources.requests(&Default::default()),
+        &Default::default(),
+    );
+    let spread = SpreadLabels::new(
+        facts
+            .topology_spread
+            .iter()
+            .map(|(k, w)| (k.as_str(), w.as_str())),
+    );
     let selector: BTreeMap<String, String> =
         serde_json::from_value(spec["nodeSelector"].clone()).unwrap_or_default();
     let required: Option<NodeSelector> = serde_json::from_value(
@@ -289,6 +448,8 @@ fn constraints(spec: &Value) -> Constraints {
         required.as_ref(),
         tolerations,
     )
+    .with_resources(fit)
+    .with_spread(spread)
 }
 
 struct Fake {
@@ -354,6 +515,28 @@ proptest! {
         }
     }
 
+    /// The same, with resources as the only constraint, so that the
+    /// resource rules decide every case rather than a few.
+    #[test]
+    fn resource_fit_agrees_with_the_plain_model(
+        containers in proptest::collection::vec(container(false), 1..3),
+        inits in proptest::collection::vec(container(true), 0..3),
+        allocatable in proptest::collection::vec(resource_list(5), 1..4),
+        bound in any::<bool>(),
+    ) {
+        let mut spec = json!({"containers": containers, "initContainers": inits});
+        if bound {
+            spec["nodeName"] = json!("n0");
+        }
+        let c = constraints(&spec);
+        for a in allocatable {
+            let n = json!({"metadata": {"name": "n0"}, "status": {"allocatable": a}});
+            let text = n.to_string();
+            let parsed: Node = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(c.check(&parsed).is_ok(), model::feasible(&spec, &n), "node {}", n);
+        }
+    }
+
     #[test]
     fn tolerations_agree_with_the_plain_model(
         t in toleration(), key in pick(&TAINT_KEYS), value in pick(&VALUES), effect in pick(&EFFECTS[..3])
@@ -386,6 +569,30 @@ proptest! {
         let after = decide(&pod(spec), &more);
         if matches!(before, Decision::Mutate { .. }) {
             prop_assert!(matches!(after, Decision::Mutate { .. }), "{:?}", after);
+        }
+    }
+
+    #[test]
+    fn asking_for_more_never_gives_kata(
+        spec in pod_spec(), nodes in nodes(), which in any::<prop::sample::Index>(),
+        resource in pick(&RESOURCES), more in pick(&QUANTITIES)
+    ) {
+        let before = decide(&pod(spec.clone()), &nodes);
+        // Add `more` of `resource` to one container's request, in exact
+        // arithmetic (a request the container did not have starts at its
+        // limit, as defaulting would set it, else at 0).
+        let mut bigger = spec.clone();
+        let containers = bigger["containers"].as_array_mut().unwrap();
+        let i = which.index(containers.len());
+        let res = &mut containers[i]["resources"];
+        let current = res["requests"].get(resource).or(res["limits"].get(resource))
+            .and_then(Value::as_str).unwrap_or("0").to_string();
+        let sum = kata_runtime_policy::quantity::Quantity::parse(&current).unwrap()
+            .saturating_add(kata_runtime_policy::quantity::Quantity::parse(more).unwrap());
+        res["requests"][resource] = json!(format!("{}m", sum.milli_value()));
+        let after = decide(&pod(bigger), &nodes);
+        if !matches!(before, Decision::Mutate { .. }) {
+            prop_assert!(!matches!(after, Decision::Mutate { .. }), "{:?} then {:?}", before, after);
         }
     }
 
