@@ -118,8 +118,12 @@ fn container(init: bool) -> impl Strategy<Value = Value> {
 fn spread() -> impl Strategy<Value = Value> {
     let when = prop_oneof![Just("DoNotSchedule"), Just("ScheduleAnyway")];
     proptest::collection::vec((pick(&LABEL_KEYS), when), 0..2).prop_map(|cs| {
-        json!(cs.into_iter().map(|(key, when)| json!({"maxSkew": 1, "topologyKey": key,
-            "whenUnsatisfiable": when})).collect::<Vec<_>>())
+        json!(
+            cs.into_iter()
+                .map(|(key, when)| json!({"maxSkew": 1, "topologyKey": key,
+            "whenUnsatisfiable": when}))
+                .collect::<Vec<_>>()
+        )
     })
 }
 

@@ -1,8 +1,10 @@
 //! Seeded generator of realistic NodeList payloads, as policy-server returns
 //! them for the policy's query: full `metadata` (labels, annotations; the host
 //! never prunes metadata but empties `managedFields`), and either only
-//! `spec.taints` / `spec.unschedulable` (masked) or the whole Node with its
-//! `status` (unmasked, what a host without field masks sends).
+//! `spec.taints` / `spec.unschedulable` / `status.allocatable` (masked) or the
+//! whole Node with its `status` (unmasked, what a host without field masks
+//! sends). Allocatable follows the instance type; one node group in seven
+//! has GPUs.
 //!
 //! Same seed, same bytes: benchmark runs are comparable.
 
@@ -50,11 +52,41 @@ pub fn node_name(i: usize) -> String {
 }
 
 const ZONES: [&str; 3] = ["eu-west-1a", "eu-west-1b", "eu-west-1c"];
-const INSTANCE_TYPES: [&str; 4] = ["m5.2xlarge", "m5.4xlarge", "c5.metal", "m6i.8xlarge"];
+/// Instance type, allocatable cpu, memory (Ki) and hugepages-2Mi, as
+/// kubelets on such instances report them (capacity minus reservations).
+const INSTANCE_TYPES: [(&str, &str, &str, &str); 4] = [
+    ("m5.2xlarge", "7910m", "31615432Ki", "0"),
+    ("m5.4xlarge", "15890m", "63909284Ki", "0"),
+    ("c5.metal", "95690m", "192552980Ki", "1Gi"),
+    ("m6i.8xlarge", "31850m", "128926156Ki", "0"),
+];
+/// The GPU node group: 4 GPUs per node.
+const GPU_INSTANCE: (&str, &str, &str, &str) = ("p3.8xlarge", "31850m", "249264312Ki", "0");
 
-fn labels(rng: &mut Rng, i: usize, name: &str) -> Value {
+fn is_gpu_group(i: usize) -> bool {
+    i % 7 == 6
+}
+
+fn instance(rng: &mut Rng, i: usize) -> (&'static str, &'static str, &'static str, &'static str) {
+    if is_gpu_group(i) {
+        GPU_INSTANCE
+    } else {
+        *rng.pick(&INSTANCE_TYPES)
+    }
+}
+
+/// `status.allocatable` for an instance type.
+fn allocatable(i: usize, (_, cpu, memory, hugepages): (&str, &str, &str, &str)) -> Value {
+    let mut a = json!({"cpu": cpu, "ephemeral-storage": "95551679124", "hugepages-1Gi": "0",
+                       "hugepages-2Mi": hugepages, "memory": memory, "pods": "110"});
+    if is_gpu_group(i) {
+        a["nvidia.com/gpu"] = json!("4");
+    }
+    a
+}
+
+fn labels(rng: &mut Rng, i: usize, name: &str, instance: &str) -> Value {
     let zone = *rng.pick(&ZONES);
-    let instance = *rng.pick(&INSTANCE_TYPES);
     let arch = if rng.below(5) == 0 { "arm64" } else { "amd64" };
     let capacity = if rng.below(3) == 0 {
         "SPOT"
@@ -123,7 +155,7 @@ fn taints(rng: &mut Rng) -> (Vec<Value>, bool) {
     (taints, unschedulable)
 }
 
-fn status(rng: &mut Rng, i: usize) -> Value {
+fn status(rng: &mut Rng, i: usize, allocatable: Value) -> Value {
     let images: Vec<Value> = (0..50)
         .map(|k| {
             json!({
@@ -141,7 +173,7 @@ fn status(rng: &mut Rng, i: usize) -> Value {
     };
     json!({
         "capacity": {"cpu": "16", "ephemeral-storage": "104845292Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": "64929188Ki", "pods": "110"},
-        "allocatable": {"cpu": "15890m", "ephemeral-storage": "95551679124", "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": "63909284Ki", "pods": "110"},
+        "allocatable": allocatable,
         "conditions": [
             condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
             condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
@@ -162,13 +194,15 @@ fn status(rng: &mut Rng, i: usize) -> Value {
     })
 }
 
-/// A NodeList of `count` kata nodes. `masked`: only `spec.taints` and
-/// `spec.unschedulable` besides metadata, as under the policy's field masks.
+/// A NodeList of `count` kata nodes. `masked`: only `spec.taints`,
+/// `spec.unschedulable` and `status.allocatable` besides metadata, as under
+/// the policy's field masks.
 pub fn node_list(count: usize, masked: bool, seed: u64) -> String {
     let mut rng = Rng::new(seed);
     let items: Vec<Value> = (0..count)
         .map(|i| {
             let name = node_name(i);
+            let instance = instance(&mut rng, i);
             let (taints, unschedulable) = taints(&mut rng);
             let mut spec = json!({});
             if !taints.is_empty() {
@@ -185,15 +219,18 @@ pub fn node_list(count: usize, masked: bool, seed: u64) -> String {
                     "uid": format!("{}-{}-{}-{}-{}", rng.hex(8), rng.hex(4), rng.hex(4), rng.hex(4), rng.hex(12)),
                     "resourceVersion": (1_000_000 + rng.below(9_000_000)).to_string(),
                     "creationTimestamp": "2026-11-01T10:00:00Z",
-                    "labels": labels(&mut rng, i, &name),
+                    "labels": labels(&mut rng, i, &name, instance.0),
                     "annotations": annotations(&mut rng, i),
                 },
                 "spec": spec,
             });
-            if !masked {
+            let allocatable = allocatable(i, instance);
+            if masked {
+                node["status"] = json!({ "allocatable": allocatable });
+            } else {
                 node["spec"]["podCIDR"] = json!(format!("192.168.{}.0/24", i % 256));
                 node["spec"]["providerID"] = json!(format!("aws:///eu-west-1a/i-0{}", rng.hex(16)));
-                node["status"] = status(&mut rng, i);
+                node["status"] = status(&mut rng, i, allocatable);
             }
             node
         })
@@ -225,7 +262,15 @@ mod tests {
                 .len(),
             10
         );
-        assert!(items.iter().all(|n| n.get("status").is_none()));
+        assert!(items.iter().all(|n| {
+            let status = n["status"].as_object().unwrap();
+            status.len() == 1 && status["allocatable"]["pods"] == "110"
+        }));
+        let gpus = items
+            .iter()
+            .filter(|n| n["status"]["allocatable"].get("nvidia.com/gpu").is_some())
+            .count();
+        assert_eq!(gpus, 7, "one node group in seven");
         let tainted = items
             .iter()
             .filter(|n| n["spec"].get("taints").is_some())
@@ -234,7 +279,7 @@ mod tests {
         let unmasked = node_list(50, false, 7);
         assert!(
             unmasked.len() > 5 * a.len(),
-            "status dominates: {} vs {}",
+            "the full status dominates: {} vs {}",
             unmasked.len(),
             a.len()
         );
