@@ -12,7 +12,6 @@ use serde::Deserialize;
 use std::ops::ControlFlow;
 
 use crate::json_scan::Cursor;
-use crate::quantity::{Quantity, QuantityError};
 
 #[cfg(test)]
 use serde::de::SeqAccess;
@@ -193,22 +192,25 @@ pub struct NodeSpec<'a> {
     pub unschedulable: bool,
 }
 
-/// `status.allocatable`, as far as the scan kept it.
+/// `status.allocatable`, as far as the scan kept it. Quantities stay text
+/// until a filter needs them: most nodes of a long list fail an earlier
+/// filter, and parsing is most of what reading this map costs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Allocatable<'a> {
     /// Whether the node reports `status.allocatable` at all: a node that
     /// does not is not judged on resources (nothing is known about it).
     pub listed: bool,
-    pub entries: Vec<(Str<'a>, Quantity)>,
+    pub entries: Vec<(Str<'a>, Str<'a>)>,
 }
 
 impl Allocatable<'_> {
-    /// The node's allocatable `name`, if it lists it (and the scan kept it).
-    pub fn get(&self, name: &str) -> Option<Quantity> {
+    /// The node's allocatable `name` as written, if it lists it (and the
+    /// scan kept it).
+    pub fn get(&self, name: &str) -> Option<&str> {
         self.entries
             .iter()
             .find(|(k, _)| k.as_str() == name)
-            .map(|(_, q)| *q)
+            .map(|(_, q)| q.as_str())
     }
 
     fn clear(&mut self) {
@@ -222,14 +224,6 @@ pub struct Node<'a> {
     pub metadata: NodeMeta<'a>,
     pub spec: NodeSpec<'a>,
     pub allocatable: Allocatable<'a>,
-}
-
-/// The error for a node quantity that does not parse: the node answer is
-/// malformed (the API server never sends one).
-fn bad_quantity(node: &str, key: &str, value: &str, why: QuantityError) -> String {
-    format!(
-        "node {node:?} has status.allocatable {key}: {value:?}, which is not a valid quantity ({why})"
-    )
 }
 
 /// Reads one Node, keeping what `Keep` names.
@@ -259,7 +253,11 @@ impl<'de, 'k> Visitor<'de> for NodeSeed<'k> {
                         .next_value::<Option<NodeSpec<'de>>>()?
                         .unwrap_or_default()
                 }
-                "status" => status = map.next_value::<Option<RawStatus<'de>>>()?,
+                "status" => {
+                    status = map
+                        .next_value_seed(OptionalSeed(StatusSeed(self.0.allocatable)))?
+                        .flatten()
+                }
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
                 }
@@ -267,23 +265,7 @@ impl<'de, 'k> Visitor<'de> for NodeSeed<'k> {
         }
         let metadata: NodeMeta<'de> =
             metadata.ok_or_else(|| de::Error::missing_field("metadata"))?;
-        let mut allocatable = Allocatable::default();
-        if let Some(entries) = status.and_then(|s| s.allocatable) {
-            allocatable.listed = true;
-            for (key, value) in entries {
-                if self.0.allocatable.keeps(key.as_str()) {
-                    let q = Quantity::parse(value.as_str()).map_err(|e| {
-                        de::Error::custom(bad_quantity(
-                            metadata.name.as_str(),
-                            key.as_str(),
-                            value.as_str(),
-                            e,
-                        ))
-                    })?;
-                    allocatable.entries.push((key, q));
-                }
-            }
-        }
+        let allocatable = status.unwrap_or_default();
         Ok(Node {
             metadata,
             spec,
@@ -292,40 +274,88 @@ impl<'de, 'k> Visitor<'de> for NodeSeed<'k> {
     }
 }
 
-/// `status`, in the serde reader: `allocatable` as raw strings, in order.
-#[derive(Deserialize)]
-struct RawStatus<'a> {
-    #[serde(borrow, default)]
-    allocatable: Option<OrderedStrings<'a>>,
-}
+/// `null` or what `T` reads.
+struct OptionalSeed<T>(T);
 
-struct OrderedStrings<'a>(Vec<(Str<'a>, Str<'a>)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for OrderedStrings<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = OrderedStrings<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a map of strings")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some(entry) = map.next_entry()? {
-                    out.push(entry);
-                }
-                Ok(OrderedStrings(out))
-            }
-        }
-        d.deserialize_map(V)
+impl<'de, T: DeserializeSeed<'de>> DeserializeSeed<'de> for OptionalSeed<T> {
+    type Value = Option<T::Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_option(self)
     }
 }
 
-impl<'a> IntoIterator for OrderedStrings<'a> {
-    type Item = (Str<'a>, Str<'a>);
-    type IntoIter = std::vec::IntoIter<(Str<'a>, Str<'a>)>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
+impl<'de, T: DeserializeSeed<'de>> Visitor<'de> for OptionalSeed<T> {
+    type Value = Option<T::Value>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("null or a value")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        self.0.deserialize(d).map(Some)
+    }
+}
+
+/// `status`, in the serde reader: `Some` when it has `allocatable`.
+struct StatusSeed<'k>(KeyFilter<'k>);
+
+impl<'de, 'k> DeserializeSeed<'de> for StatusSeed<'k> {
+    type Value = Option<Allocatable<'de>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, 'k> Visitor<'de> for StatusSeed<'k> {
+    type Value = Option<Allocatable<'de>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a NodeStatus")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut allocatable = None;
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            if key.as_str() == "allocatable" {
+                allocatable = map.next_value_seed(OptionalSeed(AllocatableSeed(self.0)))?;
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(allocatable)
+    }
+}
+
+/// `status.allocatable`: the kept entries as strings, the others skipped.
+struct AllocatableSeed<'k>(KeyFilter<'k>);
+
+impl<'de, 'k> DeserializeSeed<'de> for AllocatableSeed<'k> {
+    type Value = Allocatable<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, 'k> Visitor<'de> for AllocatableSeed<'k> {
+    type Value = Allocatable<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map of resource names to quantities")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            if self.0.keeps(key.as_str()) {
+                entries.push((key, map.next_value()?));
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(Allocatable {
+            listed: true,
+            entries,
+        })
     }
 }
 
@@ -419,7 +449,6 @@ where
 /// Reads one node into `node`, reusing its buffers.
 fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> Result<(), String> {
     let mut has_metadata = false;
-    let mut bad = None;
     node.spec.taints.clear();
     node.spec.unschedulable = false;
     node.allocatable.clear();
@@ -431,9 +460,8 @@ fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> 
             }
             b"status" => {
                 node.allocatable.clear();
-                bad = None;
                 if !c.eat_null()? {
-                    bad = read_status(c, keep.allocatable, &mut node.allocatable)?;
+                    read_status(c, keep.allocatable, &mut node.allocatable)?;
                 }
             }
             b"spec" => {
@@ -447,57 +475,39 @@ fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> 
         }
         Ok(())
     })?;
-    if !has_metadata {
-        return Err("missing field `metadata`".into());
-    }
-    // Reported once the name is known: `status` may come before `metadata`.
-    match bad {
-        Some((key, value, why)) => Err(bad_quantity(node.name(), &key, &value, why)),
-        None => Ok(()),
+    if has_metadata {
+        Ok(())
+    } else {
+        Err("missing field `metadata`".into())
     }
 }
-
-/// A kept allocatable value that does not parse: key, value, why.
-type BadQuantity<'de> = (Cow<'de, str>, Cow<'de, str>, QuantityError);
 
 /// Reads `status`, keeping the allocatable resources `filter` names.
 fn read_status<'de>(
     c: &mut Cursor<'de>,
     filter: KeyFilter<'_>,
     allocatable: &mut Allocatable<'de>,
-) -> Result<Option<BadQuantity<'de>>, String> {
-    let mut bad = None;
+) -> Result<(), String> {
     c.object(|c, key| {
         match key.as_bytes() {
             b"allocatable" if !c.eat_null()? => {
                 allocatable.clear();
-                bad = None;
                 allocatable.listed = true;
                 c.object(|c, key| {
                     if filter.keeps_bytes(key.as_bytes()) {
-                        let key = key.into_text()?;
-                        let value = c.string()?;
-                        match Quantity::parse(&value) {
-                            Ok(q) => allocatable.entries.push((Str(key), q)),
-                            Err(why) => {
-                                bad.get_or_insert((key, value, why));
-                            }
-                        }
+                        let key = Str(key.into_text()?);
+                        allocatable.entries.push((key, Str(c.string()?)));
                         Ok(())
                     } else {
-                        c.string().map(drop)
+                        c.skip_value()
                     }
                 })?;
             }
-            b"allocatable" => {
-                allocatable.clear();
-                bad = None;
-            }
+            b"allocatable" => allocatable.clear(),
             _ => c.skip_value()?,
         }
         Ok(())
-    })?;
-    Ok(bad)
+    })
 }
 
 fn read_meta<'de>(

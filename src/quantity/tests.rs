@@ -52,6 +52,39 @@ fn upstream_valid_vectors() {
 }
 
 #[test]
+fn the_fast_path_agrees_with_the_exact_parse() {
+    let vectors = include_str!("upstream_vectors.tsv");
+    let inputs = vectors
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split('\t').next());
+    let extra = [
+        "7910m",
+        "31615432Ki",
+        "110",
+        "0",
+        "4",
+        "95551679124",
+        "1Gi",
+        "999999999999999999m",
+        "999999999999999999Ti",
+        "9223372036854775807",
+        "1000k",
+        "18Ei",
+    ];
+    for input in inputs.chain(extra) {
+        assert_eq!(Amount::parse(input), Ok(Amount::from(q(input))), "{input}");
+    }
+    for bad in ["", "1K", "1.1.M", "abc", "1e", "-"] {
+        assert_eq!(
+            Amount::parse(bad).err(),
+            Quantity::parse(bad).err(),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
 fn upstream_invalid_vectors() {
     use QuantityError::*;
     let cases = [

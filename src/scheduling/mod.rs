@@ -57,6 +57,9 @@ pub enum Reason<'n> {
     Insufficient(Arc<str>),
     /// A `DoNotSchedule` topology spread constraint names a label the node lacks.
     TopologySpreadLabel,
+    /// Not a scheduling reason: the node's data a filter needs does not
+    /// parse. The scan stops with this as the error of the whole answer.
+    Unreadable(Arc<str>),
 }
 
 impl<'n> Reason<'n> {
@@ -84,6 +87,7 @@ impl std::fmt::Display for Reason<'_> {
             Reason::TopologySpreadLabel => f.write_str(
                 "node(s) didn't match pod topology spread constraints (missing required label)",
             ),
+            Reason::Unreadable(why) => f.write_str(why),
         }
     }
 }
@@ -205,9 +209,7 @@ impl Constraints {
                 if !self.affinity.matches(node) {
                     return Err(Reason::NodeAffinity.into());
                 }
-                if let Some(unfit) = Unfit::from_reasons(self.resources.shortfalls(node, false)) {
-                    return Err(unfit);
-                }
+                self.resources_fit(node, false)?;
                 if !self.spread.passes(node) {
                     return Err(Reason::TopologySpreadLabel.into());
                 }
@@ -219,9 +221,7 @@ impl Constraints {
                 if !node_name::passes(node, Some(name)) {
                     return Err(Reason::NodeName.into());
                 }
-                if let Some(unfit) = Unfit::from_reasons(self.resources.shortfalls(node, true)) {
-                    return Err(unfit);
-                }
+                self.resources_fit(node, true)?;
                 if !self.affinity.matches(node) {
                     return Err(Reason::NodeAffinity.into());
                 }
@@ -233,12 +233,20 @@ impl Constraints {
         Ok(())
     }
 
+    fn resources_fit<'n>(&self, node: &Node<'n>, kubelet: bool) -> Result<(), Unfit<'n>> {
+        match self.resources.shortfalls(node, kubelet) {
+            Ok(reasons) => Unfit::from_reasons(reasons).map_or(Ok(()), Err),
+            Err(why) => Err(Reason::Unreadable(why.into()).into()),
+        }
+    }
+
     /// Whether any node of the host's NodeList can run the pod; if none can,
     /// why. Nodes are checked as they are parsed and parsing stops at the
     /// first one that fits: the diagnosis is only needed when none does.
     pub fn find_feasible<'n>(&self, node_list: &'n [u8]) -> Result<Feasibility<'n>, String> {
         let mut diagnosis = Diagnosis::default();
         let mut named_node_seen = false;
+        let mut unreadable = None;
         let keep = Keep {
             labels: KeyFilter::Only(&self.label_keys),
             allocatable: KeyFilter::Only(&self.allocatable_keys),
@@ -247,12 +255,24 @@ impl Constraints {
             named_node_seen |= self.node_name.as_deref() == Some(node.name());
             match self.check(node) {
                 Ok(()) => ControlFlow::Break(()),
+                Err(Unfit {
+                    first: Reason::Unreadable(why),
+                    ..
+                }) => {
+                    unreadable = Some(why);
+                    ControlFlow::Break(())
+                }
                 Err(unfit) => {
                     diagnosis.record(unfit);
                     ControlFlow::Continue(())
                 }
             }
         })?;
+        if let Some(why) = unreadable {
+            return Err(format!(
+                "the node list from the cluster is not a valid NodeList: {why}"
+            ));
+        }
         Ok(match scan {
             Scan::Stopped => Feasibility::Fits,
             Scan::Completed => Feasibility::NoneFits {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::Reason;
 use crate::node::Node;
+use crate::quantity::Amount;
 use crate::resources::{self, IgnoredResources, ResourceList};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,23 +62,34 @@ impl ResourceFit {
     /// Every resource the node is short of, in the scheduler's order; empty
     /// when the pod fits. `kubelet`: judged as the kubelet admits a pod
     /// bound by `spec.nodeName`, which drops extended resources the node
-    /// does not list at all (`removeMissingExtendedResources`).
-    pub fn shortfalls<'n>(&self, node: &Node, kubelet: bool) -> Vec<Reason<'n>> {
+    /// does not list at all (`removeMissingExtendedResources`). An
+    /// allocatable value that does not parse is an error naming the node.
+    pub fn shortfalls<'n>(&self, node: &Node, kubelet: bool) -> Result<Vec<Reason<'n>>, String> {
         let allocatable = &node.allocatable;
         if !allocatable.listed {
-            return Vec::new();
+            return Ok(Vec::new());
         }
+        let amount = |name: &str| {
+            allocatable
+                .get(name)
+                .map(|text| {
+                    Amount::parse(text).map_err(|e| {
+                        format!(
+                            "node {:?} has status.allocatable {name}: {text:?}, which is not a valid quantity ({e})",
+                            node.name()
+                        )
+                    })
+                })
+                .transpose()
+        };
         let mut reasons = Vec::new();
-        if allocatable
-            .get(resources::PODS)
-            .is_some_and(|pods| pods.value() < 1)
-        {
+        if amount(resources::PODS)?.is_some_and(|pods| pods.units < 1) {
             reasons.push(Reason::TooManyPods);
         }
         for request in &self.requests {
-            let available = match allocatable.get(&request.name) {
-                Some(q) if &*request.name == resources::CPU => q.milli_value(),
-                Some(q) => q.value(),
+            let available = match amount(&request.name)? {
+                Some(a) if &*request.name == resources::CPU => a.milli,
+                Some(a) => a.units,
                 None if kubelet && request.extended => continue,
                 None => 0,
             };
@@ -85,7 +97,7 @@ impl ResourceFit {
                 reasons.push(Reason::Insufficient(request.name.clone()));
             }
         }
-        reasons
+        Ok(reasons)
     }
 }
 

@@ -86,6 +86,7 @@ fn run(case: &Case) -> Vec<String> {
     let fit = ResourceFit::new(&pod.requests(&case.overhead), &ignored);
     let n = node(json!({"name": "n", "allocatable": case.allocatable}));
     fit.shortfalls(&n, false)
+        .unwrap()
         .iter()
         .map(ToString::to_string)
         .collect()
@@ -458,7 +459,7 @@ fn units_round_up_before_comparing() {
     let one = |cpu: &str, alloc_cpu: &str| {
         let fit = ResourceFit::new(&list(&[("cpu", cpu)]), &IgnoredResources::default());
         let n = node(json!({"name": "n", "allocatable": {"cpu": alloc_cpu}}));
-        fit.shortfalls(&n, false).len()
+        fit.shortfalls(&n, false).unwrap().len()
     };
     assert_eq!(one("100u", "1m"), 0);
     assert_eq!(one("100u", "0"), 1);
@@ -467,7 +468,7 @@ fn units_round_up_before_comparing() {
     let mem = |request: &str, alloc: &str| {
         let fit = ResourceFit::new(&list(&[("memory", request)]), &IgnoredResources::default());
         let n = node(json!({"name": "n", "allocatable": {"memory": alloc}}));
-        fit.shortfalls(&n, false).len()
+        fit.shortfalls(&n, false).unwrap().len()
     };
     assert_eq!(mem("500m", "1"), 0);
     assert_eq!(mem("1500m", "1"), 1);
@@ -484,19 +485,20 @@ fn a_node_without_allocatable_is_not_judged_and_pods_only_when_listed() {
     );
     assert!(
         fit.shortfalls(&node(json!({"name": "n"})), false)
+            .unwrap()
             .is_empty()
     );
     // Listed but without the GPU: it has none.
     let cpu_only = node(json!({"name": "n", "allocatable": {"cpu": "16"}}));
     assert_eq!(
-        fit.shortfalls(&cpu_only, false),
+        fit.shortfalls(&cpu_only, false).unwrap(),
         vec![Reason::Insufficient("nvidia.com/gpu".into())]
     );
     // No `pods` entry: not judged on the count; `pods: 1` fits one pod.
     let none = ResourceFit::default();
-    assert!(none.shortfalls(&cpu_only, false).is_empty());
+    assert!(none.shortfalls(&cpu_only, false).unwrap().is_empty());
     let one = node(json!({"name": "n", "allocatable": {"pods": "1"}}));
-    assert!(none.shortfalls(&one, false).is_empty());
+    assert!(none.shortfalls(&one, false).unwrap().is_empty());
 }
 
 #[test]
@@ -510,15 +512,15 @@ fn the_kubelet_drops_extended_resources_the_node_does_not_list() {
     );
     let n = node(json!({"name": "n", "allocatable": {"cpu": "4", "hugepages-2Mi": "0"}}));
     assert_eq!(
-        fit.shortfalls(&n, true),
+        fit.shortfalls(&n, true).unwrap(),
         vec![Reason::Insufficient("hugepages-2Mi".into())]
     );
-    assert_eq!(fit.shortfalls(&n, false).len(), 2);
+    assert_eq!(fit.shortfalls(&n, false).unwrap().len(), 2);
     let zero = node(
         json!({"name": "n", "allocatable": {"example.com/dongle": "0", "hugepages-2Mi": "2Mi"}}),
     );
     assert_eq!(
-        fit.shortfalls(&zero, true),
+        fit.shortfalls(&zero, true).unwrap(),
         vec![Reason::Insufficient("example.com/dongle".into())]
     );
 }
@@ -537,4 +539,18 @@ fn only_checked_names_are_read_from_the_node() {
     // `storage` and `pods` are not container resources the filter knows;
     // a zero GPU request is never checked.
     assert_eq!(fit.allocatable_keys(), ["pods", "cpu"]);
+}
+
+#[test]
+fn an_allocatable_value_that_does_not_parse_names_the_node() {
+    let fit = ResourceFit::new(&list(&[("cpu", "1")]), &IgnoredResources::default());
+    let n = node(json!({"name": "w1", "allocatable": {"cpu": "16 cores", "memory": "lots"}}));
+    assert_eq!(
+        fit.shortfalls(&n, false).unwrap_err(),
+        "node \"w1\" has status.allocatable cpu: \"16 cores\", which is not a valid quantity \
+         (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
+    );
+    // Memory is not asked for, so it is never read.
+    let fine = node(json!({"name": "w1", "allocatable": {"cpu": "16", "memory": "lots"}}));
+    assert_eq!(fit.shortfalls(&fine, false), Ok(vec![]));
 }
