@@ -210,6 +210,17 @@ impl<'a> Cursor<'a> {
         Ok(key)
     }
 
+    /// Skips one object, validating it, and returns its text.
+    pub fn raw_object(&mut self) -> Result<&'a [u8]> {
+        self.skip_ws();
+        if self.peek() != Some(b'{') {
+            return self.error("expected an object");
+        }
+        let start = self.pos;
+        self.skip_value()?;
+        Ok(self.bytes.get(start..self.pos).unwrap_or_default())
+    }
+
     /// Skips one value of any kind, validating it. Objects and arrays are
     /// walked inline rather than through `object`/`array`: that reuse cost
     /// 7 % of the worst case (BENCHMARKS.md).

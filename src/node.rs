@@ -58,18 +58,16 @@ pub enum KeyFilter<'k> {
     Only(&'k [String]),
 }
 
-/// What a node scan keeps: the labels and the allocatable resources that
-/// the pod's constraints read.
+/// What a node scan keeps besides the fixed fields: the labels that the
+/// pod's constraints read.
 #[derive(Debug, Clone, Copy)]
 pub struct Keep<'k> {
     pub labels: KeyFilter<'k>,
-    pub allocatable: KeyFilter<'k>,
 }
 
 impl Keep<'_> {
     pub const ALL: Keep<'static> = Keep {
         labels: KeyFilter::All,
-        allocatable: KeyFilter::All,
     };
 }
 
@@ -192,30 +190,41 @@ pub struct NodeSpec<'a> {
     pub unschedulable: bool,
 }
 
-/// `status.allocatable`, as far as the scan kept it. Quantities stay text
-/// until a filter needs them: most nodes of a long list fail an earlier
-/// filter, and parsing is most of what reading this map costs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `status.allocatable`, kept as the raw text of its JSON object (already
+/// checked as JSON) and read only when a filter reaches the node: most nodes
+/// of a long list fail an earlier filter, and reading the entries was most
+/// of what this map cost (BENCHMARKS.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Allocatable<'a> {
-    /// Whether the node reports `status.allocatable` at all: a node that
-    /// does not is not judged on resources (nothing is known about it).
-    pub listed: bool,
-    pub entries: Vec<(Str<'a>, Str<'a>)>,
+    raw: Option<&'a [u8]>,
 }
 
-impl Allocatable<'_> {
-    /// The node's allocatable `name` as written, if it lists it (and the
-    /// scan kept it).
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.entries
-            .iter()
-            .find(|(k, _)| k.as_str() == name)
-            .map(|(_, q)| q.as_str())
+impl<'a> Allocatable<'a> {
+    /// Whether the node reports `status.allocatable` at all: a node that
+    /// does not is not judged on resources (nothing is known about it).
+    pub fn listed(&self) -> bool {
+        self.raw.is_some()
     }
 
-    fn clear(&mut self) {
-        self.listed = false;
-        self.entries.clear();
+    /// Calls `entry` with the name (as bytes) and the quantity text of each
+    /// resource `wanted` accepts, in document order; the other values are
+    /// skipped unread. Values read must be strings, as the API server
+    /// writes them.
+    pub fn for_each(
+        &self,
+        wanted: impl Fn(&[u8]) -> bool,
+        mut entry: impl FnMut(&[u8], &str) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let Some(raw) = self.raw else {
+            return Ok(());
+        };
+        Cursor::new(raw).object(|c, key| {
+            if wanted(key.as_bytes()) {
+                entry(key.as_bytes(), &c.string()?)
+            } else {
+                c.skip_value()
+            }
+        })
     }
 }
 
@@ -253,11 +262,7 @@ impl<'de, 'k> Visitor<'de> for NodeSeed<'k> {
                         .next_value::<Option<NodeSpec<'de>>>()?
                         .unwrap_or_default()
                 }
-                "status" => {
-                    status = map
-                        .next_value_seed(OptionalSeed(StatusSeed(self.0.allocatable)))?
-                        .flatten()
-                }
+                "status" => status = map.next_value_seed(OptionalSeed(StatusSeed))?.flatten(),
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
                 }
@@ -300,17 +305,17 @@ impl<'de, T: DeserializeSeed<'de>> Visitor<'de> for OptionalSeed<T> {
     }
 }
 
-/// `status`, in the serde reader: `Some` when it has `allocatable`.
-struct StatusSeed<'k>(KeyFilter<'k>);
+/// `status`, in the serde reader: only `allocatable`, as raw text.
+struct StatusSeed;
 
-impl<'de, 'k> DeserializeSeed<'de> for StatusSeed<'k> {
+impl<'de> DeserializeSeed<'de> for StatusSeed {
     type Value = Option<Allocatable<'de>>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de, 'k> Visitor<'de> for StatusSeed<'k> {
+impl<'de> Visitor<'de> for StatusSeed {
     type Value = Option<Allocatable<'de>>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a NodeStatus")
@@ -319,43 +324,20 @@ impl<'de, 'k> Visitor<'de> for StatusSeed<'k> {
         let mut allocatable = None;
         while let Some(key) = map.next_key::<Str<'de>>()? {
             if key.as_str() == "allocatable" {
-                allocatable = map.next_value_seed(OptionalSeed(AllocatableSeed(self.0)))?;
+                let raw: Option<&'de serde_json::value::RawValue> = map.next_value()?;
+                if let Some(raw) = raw {
+                    if !raw.get().starts_with('{') {
+                        return Err(de::Error::custom("allocatable is not an object"));
+                    }
+                }
+                allocatable = raw.map(|r| Allocatable {
+                    raw: Some(r.get().as_bytes()),
+                });
             } else {
                 map.next_value::<de::IgnoredAny>()?;
             }
         }
         Ok(allocatable)
-    }
-}
-
-/// `status.allocatable`: the kept entries as strings, the others skipped.
-struct AllocatableSeed<'k>(KeyFilter<'k>);
-
-impl<'de, 'k> DeserializeSeed<'de> for AllocatableSeed<'k> {
-    type Value = Allocatable<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de, 'k> Visitor<'de> for AllocatableSeed<'k> {
-    type Value = Allocatable<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a map of resource names to quantities")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<Str<'de>>()? {
-            if self.0.keeps(key.as_str()) {
-                entries.push((key, map.next_value()?));
-            } else {
-                map.next_value::<de::IgnoredAny>()?;
-            }
-        }
-        Ok(Allocatable {
-            listed: true,
-            entries,
-        })
     }
 }
 
@@ -451,7 +433,7 @@ fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> 
     let mut has_metadata = false;
     node.spec.taints.clear();
     node.spec.unschedulable = false;
-    node.allocatable.clear();
+    node.allocatable = Allocatable::default();
     c.object(|c, key| {
         match key.as_bytes() {
             b"metadata" => {
@@ -459,9 +441,9 @@ fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> 
                 has_metadata = true;
             }
             b"status" => {
-                node.allocatable.clear();
+                node.allocatable = Allocatable::default();
                 if !c.eat_null()? {
-                    read_status(c, keep.allocatable, &mut node.allocatable)?;
+                    read_status(c, &mut node.allocatable)?;
                 }
             }
             b"spec" => {
@@ -482,28 +464,12 @@ fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> 
     }
 }
 
-/// Reads `status`, keeping the allocatable resources `filter` names.
-fn read_status<'de>(
-    c: &mut Cursor<'de>,
-    filter: KeyFilter<'_>,
-    allocatable: &mut Allocatable<'de>,
-) -> Result<(), String> {
+/// Reads `status`, keeping the text of `allocatable`.
+fn read_status<'de>(c: &mut Cursor<'de>, allocatable: &mut Allocatable<'de>) -> Result<(), String> {
     c.object(|c, key| {
         match key.as_bytes() {
-            b"allocatable" if !c.eat_null()? => {
-                allocatable.clear();
-                allocatable.listed = true;
-                c.object(|c, key| {
-                    if filter.keeps_bytes(key.as_bytes()) {
-                        let key = Str(key.into_text()?);
-                        allocatable.entries.push((key, Str(c.string()?)));
-                        Ok(())
-                    } else {
-                        c.skip_value()
-                    }
-                })?;
-            }
-            b"allocatable" => allocatable.clear(),
+            b"allocatable" if !c.eat_null()? => allocatable.raw = Some(c.raw_object()?),
+            b"allocatable" => allocatable.raw = None,
             _ => c.skip_value()?,
         }
         Ok(())
@@ -742,7 +708,6 @@ mod tests {
         let mut seen = Vec::new();
         let keep = Keep {
             labels: KeyFilter::Only(&wanted),
-            allocatable: KeyFilter::All,
         };
         scan_node_list(json, keep, |n| {
             seen.push(n.metadata.labels.clone());
@@ -819,7 +784,6 @@ mod tests {
             } else {
                 Keep {
                     labels: KeyFilter::Only(filter),
-                    allocatable: KeyFilter::Only(filter),
                 }
             };
             let result = if serde {

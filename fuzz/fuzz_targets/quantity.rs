@@ -31,7 +31,11 @@ fuzz_target!(|data: &[u8]| {
                 "{text}: {m} <= ({v}-1)*1000"
             );
         }
-        assert_eq!(Amount::parse(text), Ok(Amount::from(q)), "{text}: fast path");
+        assert_eq!(
+            Amount::parse(text),
+            Ok(Amount::from(q)),
+            "{text}: fast path"
+        );
         let milli = q.round_up_to_milli();
         assert!(
             milli.milli_value() == m,
@@ -55,17 +59,13 @@ fuzz_target!(|data: &[u8]| {
     let node = serde_json::json!({"kind": "NodeList", "items": [
         {"metadata": {"name": "n"}, "status": {"allocatable": allocatable}}]})
     .to_string();
-    let keys = fit.allocatable_keys();
-    let keep = kata_runtime_policy::node::Keep {
-        labels: kata_runtime_policy::node::KeyFilter::All,
-        allocatable: kata_runtime_policy::node::KeyFilter::Only(&keys),
-    };
+    let keep = kata_runtime_policy::node::Keep::ALL;
     let _ = kata_runtime_policy::node::scan_node_list(node.as_bytes(), keep, |n| {
         // A node offering exactly what is asked can only be short of pods.
         // Every value the fit reads parsed above, except perhaps `pods`.
-        if let Ok(reasons) = fit.shortfalls(n, false) {
-            for reason in reasons {
-                assert_eq!(reason, Reason::TooManyPods, "{text:?}");
+        if let Ok(Some(unfit)) = fit.shortfalls(n, false) {
+            for reason in unfit.reasons() {
+                assert_eq!(reason, &Reason::TooManyPods, "{text:?}");
             }
         }
         std::ops::ControlFlow::Continue(())

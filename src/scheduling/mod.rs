@@ -110,16 +110,6 @@ impl<'n> From<Reason<'n>> for Unfit<'n> {
 }
 
 impl<'n> Unfit<'n> {
-    /// `None` when `reasons` is empty (the filter passed).
-    fn from_reasons(reasons: Vec<Reason<'n>>) -> Option<Self> {
-        let mut reasons = reasons.into_iter();
-        let first = reasons.next()?;
-        Some(Unfit {
-            first,
-            more: reasons.collect(),
-        })
-    }
-
     pub fn reasons(&self) -> impl Iterator<Item = &Reason<'n>> {
         std::iter::once(&self.first).chain(&self.more)
     }
@@ -138,8 +128,6 @@ pub struct Constraints {
     spread: SpreadLabels,
     /// The node labels `affinity` and `spread` read; a node scan skips all others.
     label_keys: Vec<String>,
-    /// The allocatable resources `resources` reads.
-    allocatable_keys: Vec<String>,
 }
 
 impl Constraints {
@@ -157,7 +145,6 @@ impl Constraints {
             resources: ResourceFit::default(),
             spread: SpreadLabels::default(),
             label_keys: Vec::new(),
-            allocatable_keys: Vec::new(),
         };
         c.update_keys();
         c
@@ -183,7 +170,6 @@ impl Constraints {
         labels.sort();
         labels.dedup();
         self.label_keys = labels;
-        self.allocatable_keys = self.resources.allocatable_keys();
     }
 
     /// `Ok` when the node can run the pod, else the first failing filter.
@@ -235,7 +221,8 @@ impl Constraints {
 
     fn resources_fit<'n>(&self, node: &Node<'n>, kubelet: bool) -> Result<(), Unfit<'n>> {
         match self.resources.shortfalls(node, kubelet) {
-            Ok(reasons) => Unfit::from_reasons(reasons).map_or(Ok(()), Err),
+            Ok(None) => Ok(()),
+            Ok(Some(unfit)) => Err(unfit),
             Err(why) => Err(Reason::Unreadable(why.into()).into()),
         }
     }
@@ -249,7 +236,6 @@ impl Constraints {
         let mut unreadable = None;
         let keep = Keep {
             labels: KeyFilter::Only(&self.label_keys),
-            allocatable: KeyFilter::Only(&self.allocatable_keys),
         };
         let scan = scan_node_list(node_list, keep, |node| {
             named_node_seen |= self.node_name.as_deref() == Some(node.name());

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::Reason;
+use super::{Reason, Unfit};
 use crate::node::Node;
 use crate::quantity::Amount;
 use crate::resources::{self, IgnoredResources, ResourceList};
@@ -52,52 +52,102 @@ impl ResourceFit {
         ResourceFit { requests: checked }
     }
 
-    /// The allocatable keys the check reads: a node scan keeps only these.
-    pub fn allocatable_keys(&self) -> Vec<String> {
-        std::iter::once(resources::PODS.to_string())
-            .chain(self.requests.iter().map(|r| r.name.to_string()))
-            .collect()
-    }
-
-    /// Every resource the node is short of, in the scheduler's order; empty
-    /// when the pod fits. `kubelet`: judged as the kubelet admits a pod
-    /// bound by `spec.nodeName`, which drops extended resources the node
+    /// Every resource the node is short of, in the scheduler's order
+    /// (`None` when the pod fits). `kubelet`: judged as the kubelet admits a
+    /// pod bound by `spec.nodeName`, which drops extended resources the node
     /// does not list at all (`removeMissingExtendedResources`). An
     /// allocatable value that does not parse is an error naming the node.
-    pub fn shortfalls<'n>(&self, node: &Node, kubelet: bool) -> Result<Vec<Reason<'n>>, String> {
-        let allocatable = &node.allocatable;
-        if !allocatable.listed {
-            return Ok(Vec::new());
+    pub fn shortfalls<'n>(&self, node: &Node, kubelet: bool) -> Result<Option<Unfit<'n>>, String> {
+        if !node.allocatable.listed() {
+            return Ok(None);
         }
-        let amount = |name: &str| {
-            allocatable
-                .get(name)
-                .map(|text| {
-                    Amount::parse(text).map_err(|e| {
-                        format!(
-                            "node {:?} has status.allocatable {name}: {text:?}, which is not a valid quantity ({e})",
-                            node.name()
-                        )
-                    })
-                })
-                .transpose()
+        // One pass over the node's entries; per request, whether the node
+        // lists it and whether it is short (bit i for request i; requests
+        // past the 64th, which no real pod has, are looked up one by one).
+        let mut too_many_pods = false;
+        let (mut listed, mut short) = (0u64, 0u64);
+        let index = |name: &[u8]| {
+            self.requests
+                .iter()
+                .take(64)
+                .position(|r| r.name.as_bytes() == name)
         };
-        let mut reasons = Vec::new();
-        if amount(resources::PODS)?.is_some_and(|pods| pods.units < 1) {
-            reasons.push(Reason::TooManyPods);
-        }
-        for request in &self.requests {
-            let available = match amount(&request.name)? {
-                Some(a) if &*request.name == resources::CPU => a.milli,
-                Some(a) => a.units,
-                None if kubelet && request.extended => continue,
-                None => 0,
+        let wanted = |name: &[u8]| name == resources::PODS.as_bytes() || index(name).is_some();
+        node.allocatable.for_each(wanted, |name, text| {
+            let amount = parse_allocatable(node, name, text)?;
+            match index(name) {
+                Some(i) => {
+                    listed |= 1 << i;
+                    if self
+                        .requests
+                        .get(i)
+                        .is_some_and(|r| r.amount > r.available(amount))
+                    {
+                        short |= 1 << i;
+                    } else {
+                        short &= !(1 << i);
+                    }
+                }
+                None => too_many_pods = amount.units < 1,
+            }
+            Ok(())
+        })?;
+        let mut reasons = too_many_pods.then_some(Reason::TooManyPods).into_iter();
+        let mut unfit: Option<Unfit<'n>> = reasons.next().map(Unfit::from);
+        for (i, request) in self.requests.iter().enumerate() {
+            let is_short = if i < 64 {
+                if listed & (1 << i) != 0 {
+                    short & (1 << i) != 0
+                } else {
+                    !(kubelet && request.extended) && request.amount > 0
+                }
+            } else {
+                self.beyond_64(node, request, kubelet)?
             };
-            if request.amount > available {
-                reasons.push(Reason::Insufficient(request.name.clone()));
+            if is_short {
+                let reason = Reason::Insufficient(request.name.clone());
+                match &mut unfit {
+                    Some(u) => u.more.push(reason),
+                    None => unfit = Some(reason.into()),
+                }
             }
         }
-        Ok(reasons)
+        Ok(unfit)
+    }
+
+    /// The slow path for a request past the 64th: its own pass.
+    fn beyond_64(&self, node: &Node, request: &Request, kubelet: bool) -> Result<bool, String> {
+        let mut found = None;
+        let wanted = |name: &[u8]| name == request.name.as_bytes();
+        node.allocatable.for_each(wanted, |name, text| {
+            found = Some(parse_allocatable(node, name, text)?);
+            Ok(())
+        })?;
+        Ok(match found {
+            Some(amount) => request.amount > request.available(amount),
+            None => !(kubelet && request.extended) && request.amount > 0,
+        })
+    }
+}
+
+fn parse_allocatable(node: &Node, name: &[u8], text: &str) -> Result<Amount, String> {
+    Amount::parse(text).map_err(|e| {
+        format!(
+            "node {:?} has status.allocatable {}: {text:?}, which is not a valid quantity ({e})",
+            node.name(),
+            String::from_utf8_lossy(name)
+        )
+    })
+}
+
+impl Request {
+    /// The node's allocatable in this request's units.
+    fn available(&self, amount: Amount) -> i64 {
+        if &*self.name == resources::CPU {
+            amount.milli
+        } else {
+            amount.units
+        }
     }
 }
 

@@ -85,11 +85,18 @@ fn run(case: &Case) -> Vec<String> {
     let ignored = IgnoredResources::parse(case.ignored.iter().copied()).unwrap();
     let fit = ResourceFit::new(&pod.requests(&case.overhead), &ignored);
     let n = node(json!({"name": "n", "allocatable": case.allocatable}));
-    fit.shortfalls(&n, false)
-        .unwrap()
+    all(fit.shortfalls(&n, false))
         .iter()
         .map(ToString::to_string)
         .collect()
+}
+
+/// Every reason of a `shortfalls` answer that is not an error.
+fn all<'n>(answer: Result<Option<Unfit<'n>>, String>) -> Vec<Reason<'n>> {
+    answer
+        .unwrap()
+        .map(|u| u.reasons().cloned().collect())
+        .unwrap_or_default()
 }
 
 fn init(c: ContainerResources) -> (ContainerResources, bool) {
@@ -459,7 +466,7 @@ fn units_round_up_before_comparing() {
     let one = |cpu: &str, alloc_cpu: &str| {
         let fit = ResourceFit::new(&list(&[("cpu", cpu)]), &IgnoredResources::default());
         let n = node(json!({"name": "n", "allocatable": {"cpu": alloc_cpu}}));
-        fit.shortfalls(&n, false).unwrap().len()
+        all(fit.shortfalls(&n, false)).len()
     };
     assert_eq!(one("100u", "1m"), 0);
     assert_eq!(one("100u", "0"), 1);
@@ -468,7 +475,7 @@ fn units_round_up_before_comparing() {
     let mem = |request: &str, alloc: &str| {
         let fit = ResourceFit::new(&list(&[("memory", request)]), &IgnoredResources::default());
         let n = node(json!({"name": "n", "allocatable": {"memory": alloc}}));
-        fit.shortfalls(&n, false).unwrap().len()
+        all(fit.shortfalls(&n, false)).len()
     };
     assert_eq!(mem("500m", "1"), 0);
     assert_eq!(mem("1500m", "1"), 1);
@@ -483,22 +490,18 @@ fn a_node_without_allocatable_is_not_judged_and_pods_only_when_listed() {
         &list(&[("nvidia.com/gpu", "1")]),
         &IgnoredResources::default(),
     );
-    assert!(
-        fit.shortfalls(&node(json!({"name": "n"})), false)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(all(fit.shortfalls(&node(json!({"name": "n"})), false)).is_empty());
     // Listed but without the GPU: it has none.
     let cpu_only = node(json!({"name": "n", "allocatable": {"cpu": "16"}}));
     assert_eq!(
-        fit.shortfalls(&cpu_only, false).unwrap(),
+        all(fit.shortfalls(&cpu_only, false)),
         vec![Reason::Insufficient("nvidia.com/gpu".into())]
     );
     // No `pods` entry: not judged on the count; `pods: 1` fits one pod.
     let none = ResourceFit::default();
-    assert!(none.shortfalls(&cpu_only, false).unwrap().is_empty());
+    assert!(all(none.shortfalls(&cpu_only, false)).is_empty());
     let one = node(json!({"name": "n", "allocatable": {"pods": "1"}}));
-    assert!(none.shortfalls(&one, false).unwrap().is_empty());
+    assert!(all(none.shortfalls(&one, false)).is_empty());
 }
 
 #[test]
@@ -512,15 +515,15 @@ fn the_kubelet_drops_extended_resources_the_node_does_not_list() {
     );
     let n = node(json!({"name": "n", "allocatable": {"cpu": "4", "hugepages-2Mi": "0"}}));
     assert_eq!(
-        fit.shortfalls(&n, true).unwrap(),
+        all(fit.shortfalls(&n, true)),
         vec![Reason::Insufficient("hugepages-2Mi".into())]
     );
-    assert_eq!(fit.shortfalls(&n, false).unwrap().len(), 2);
+    assert_eq!(all(fit.shortfalls(&n, false)).len(), 2);
     let zero = node(
         json!({"name": "n", "allocatable": {"example.com/dongle": "0", "hugepages-2Mi": "2Mi"}}),
     );
     assert_eq!(
-        fit.shortfalls(&zero, true).unwrap(),
+        all(fit.shortfalls(&zero, true)),
         vec![Reason::Insufficient("example.com/dongle".into())]
     );
 }
@@ -536,9 +539,11 @@ fn only_checked_names_are_read_from_the_node() {
         ]),
         &IgnoredResources::default(),
     );
-    // `storage` and `pods` are not container resources the filter knows;
-    // a zero GPU request is never checked.
-    assert_eq!(fit.allocatable_keys(), ["pods", "cpu"]);
+    // `storage` and `pods` are not container resources the filter knows; a
+    // zero GPU request is never checked: none of their values is read.
+    let n = node(json!({"name": "n", "allocatable": {
+        "cpu": "1", "storage": "?", "nvidia.com/gpu": "?", "memory": "?", "pods": "110"}}));
+    assert_eq!(fit.shortfalls(&n, false), Ok(None));
 }
 
 #[test]
@@ -552,5 +557,5 @@ fn an_allocatable_value_that_does_not_parse_names_the_node() {
     );
     // Memory is not asked for, so it is never read.
     let fine = node(json!({"name": "w1", "allocatable": {"cpu": "16", "memory": "lots"}}));
-    assert_eq!(fit.shortfalls(&fine, false), Ok(vec![]));
+    assert_eq!(fit.shortfalls(&fine, false), Ok(None));
 }
