@@ -206,6 +206,11 @@ impl<'a> Allocatable<'a> {
         self.raw.is_some()
     }
 
+    /// The text of the `allocatable` object, if the node lists one.
+    pub fn raw(&self) -> Option<&'a [u8]> {
+        self.raw
+    }
+
     /// Calls `entry` with the name (as bytes) and the quantity text of each
     /// resource `wanted` accepts, in document order; the other values are
     /// skipped unread. Values read must be strings, as the API server

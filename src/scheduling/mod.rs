@@ -31,7 +31,7 @@ pub enum Feasibility<'n> {
     },
 }
 use node_affinity::RequiredNodeAffinity;
-use node_resources_fit::ResourceFit;
+use node_resources_fit::{FitMemo, ResourceFit};
 use pod_topology_spread::SpreadLabels;
 use taint_toleration::{NO_EXECUTE, NO_SCHEDULE, first_untolerated};
 
@@ -174,6 +174,11 @@ impl Constraints {
 
     /// `Ok` when the node can run the pod, else the first failing filter.
     pub fn check<'n>(&self, node: &Node<'n>) -> Result<(), Unfit<'n>> {
+        self.check_with(node, &mut FitMemo::default())
+    }
+
+    /// [`check`](Self::check), with the resource answers of earlier nodes.
+    fn check_with<'n>(&self, node: &Node<'n>, memo: &mut FitMemo<'n>) -> Result<(), Unfit<'n>> {
         let untolerated = |effects: &[&str]| {
             first_untolerated(&node.spec.taints, &self.tolerations, effects).map(|t| {
                 Reason::UntoleratedTaint {
@@ -195,7 +200,7 @@ impl Constraints {
                 if !self.affinity.matches(node) {
                     return Err(Reason::NodeAffinity.into());
                 }
-                self.resources_fit(node, false)?;
+                self.resources_fit(node, false, memo)?;
                 if !self.spread.passes(node) {
                     return Err(Reason::TopologySpreadLabel.into());
                 }
@@ -207,7 +212,7 @@ impl Constraints {
                 if !node_name::passes(node, Some(name)) {
                     return Err(Reason::NodeName.into());
                 }
-                self.resources_fit(node, true)?;
+                self.resources_fit(node, true, memo)?;
                 if !self.affinity.matches(node) {
                     return Err(Reason::NodeAffinity.into());
                 }
@@ -219,8 +224,14 @@ impl Constraints {
         Ok(())
     }
 
-    fn resources_fit<'n>(&self, node: &Node<'n>, kubelet: bool) -> Result<(), Unfit<'n>> {
-        match self.resources.shortfalls(node, kubelet) {
+    fn resources_fit<'n>(
+        &self,
+        node: &Node<'n>,
+        kubelet: bool,
+        memo: &mut FitMemo<'n>,
+    ) -> Result<(), Unfit<'n>> {
+        // One memo per scan serves one path: `kubelet` is fixed per pod.
+        match self.resources.shortfalls_memo(node, kubelet, memo) {
             Ok(None) => Ok(()),
             Ok(Some(unfit)) => Err(unfit),
             Err(why) => Err(Reason::Unreadable(why.into()).into()),
@@ -234,12 +245,13 @@ impl Constraints {
         let mut diagnosis = Diagnosis::default();
         let mut named_node_seen = false;
         let mut unreadable = None;
+        let mut memo = FitMemo::default();
         let keep = Keep {
             labels: KeyFilter::Only(&self.label_keys),
         };
         let scan = scan_node_list(node_list, keep, |node| {
             named_node_seen |= self.node_name.as_deref() == Some(node.name());
-            match self.check(node) {
+            match self.check_with(node, &mut memo) {
                 Ok(()) => ControlFlow::Break(()),
                 Err(Unfit {
                     first: Reason::Unreadable(why),

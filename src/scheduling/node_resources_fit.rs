@@ -115,6 +115,28 @@ impl ResourceFit {
         Ok(unfit)
     }
 
+    /// [`shortfalls`](Self::shortfalls), remembering the answers for the
+    /// last few allocatable texts: the nodes of one node group report the
+    /// same allocatable byte for byte, so a long list has few distinct ones,
+    /// and comparing the text costs less than reading it (BENCHMARKS.md).
+    pub fn shortfalls_memo<'n>(
+        &self,
+        node: &Node<'n>,
+        kubelet: bool,
+        memo: &mut FitMemo<'n>,
+    ) -> Result<Option<Unfit<'n>>, String> {
+        let Some(raw) = node.allocatable.raw() else {
+            return Ok(None);
+        };
+        if let Some((_, answer)) = memo.entries.iter().find(|(text, _)| *text == raw) {
+            return Ok(answer.clone());
+        }
+        // Errors name the node: never remembered.
+        let answer = self.shortfalls(node, kubelet)?;
+        memo.remember(raw, answer.clone());
+        Ok(answer)
+    }
+
     /// The slow path for a request past the 64th: its own pass.
     fn beyond_64(&self, node: &Node, request: &Request, kubelet: bool) -> Result<bool, String> {
         let mut found = None;
@@ -127,6 +149,28 @@ impl ResourceFit {
             Some(amount) => request.amount > request.available(amount),
             None => !(kubelet && request.extended) && request.amount > 0,
         })
+    }
+}
+
+/// The answers of [`ResourceFit::shortfalls_memo`] for one pod, one
+/// filter path (scheduler or kubelet) and one node list.
+#[derive(Debug, Default)]
+pub struct FitMemo<'n> {
+    entries: Vec<(&'n [u8], Option<Unfit<'n>>)>,
+    /// The entry to replace next, once full.
+    next: usize,
+}
+
+impl<'n> FitMemo<'n> {
+    const SIZE: usize = 8;
+
+    fn remember(&mut self, text: &'n [u8], answer: Option<Unfit<'n>>) {
+        if self.entries.len() < Self::SIZE {
+            self.entries.push((text, answer));
+        } else if let Some(slot) = self.entries.get_mut(self.next) {
+            *slot = (text, answer);
+            self.next = (self.next + 1) % Self::SIZE;
+        }
     }
 }
 

@@ -559,3 +559,48 @@ fn an_allocatable_value_that_does_not_parse_names_the_node() {
     let fine = node(json!({"name": "w1", "allocatable": {"cpu": "16", "memory": "lots"}}));
     assert_eq!(fit.shortfalls(&fine, false), Ok(None));
 }
+
+#[test]
+fn the_memo_answers_as_a_fresh_check_would() {
+    let fit = ResourceFit::new(
+        &list(&[("cpu", "3"), ("memory", "4Gi"), ("example.com/aaa", "2")]),
+        &IgnoredResources::default(),
+    );
+    // 12 distinct allocatable texts (more than the memo holds), repeated in
+    // an order that makes it evict and refill.
+    let texts: Vec<serde_json::Value> = (0..12)
+        .map(|i| {
+            json!({"cpu": format!("{}", i % 5), "memory": format!("{}Gi", i % 7),
+                        "example.com/aaa": format!("{}", i % 3), "pods": format!("{}", i % 2)})
+        })
+        .collect();
+    for kubelet in [false, true] {
+        let mut memo = FitMemo::default();
+        for round in 0..3 {
+            for (i, a) in texts.iter().enumerate() {
+                let a = if round == 1 { &texts[(i * 7) % 12] } else { a };
+                let n = node(json!({"name": format!("n{i}"), "allocatable": a}));
+                assert_eq!(
+                    fit.shortfalls_memo(&n, kubelet, &mut memo),
+                    fit.shortfalls(&n, kubelet),
+                    "{a}"
+                );
+            }
+        }
+    }
+    // An error names its node: it is never remembered for another one.
+    let mut memo = FitMemo::default();
+    let bad = json!({"cpu": "x"});
+    let first = fit.shortfalls_memo(
+        &node(json!({"name": "a", "allocatable": bad})),
+        false,
+        &mut memo,
+    );
+    let second = fit.shortfalls_memo(
+        &node(json!({"name": "b", "allocatable": bad})),
+        false,
+        &mut memo,
+    );
+    assert!(first.unwrap_err().contains("node \"a\""));
+    assert!(second.unwrap_err().contains("node \"b\""));
+}
