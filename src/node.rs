@@ -330,10 +330,8 @@ impl<'de> Visitor<'de> for StatusSeed {
         while let Some(key) = map.next_key::<Str<'de>>()? {
             if key.as_str() == "allocatable" {
                 let raw: Option<&'de serde_json::value::RawValue> = map.next_value()?;
-                if let Some(raw) = raw {
-                    if !raw.get().starts_with('{') {
-                        return Err(de::Error::custom("allocatable is not an object"));
-                    }
+                if raw.is_some_and(|r| !r.get().starts_with('{')) {
+                    return Err(de::Error::custom("allocatable is not an object"));
                 }
                 allocatable = raw.map(|r| Allocatable {
                     raw: Some(r.get().as_bytes()),
