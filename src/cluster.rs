@@ -7,8 +7,10 @@
 use std::collections::BTreeSet;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListAllResourcesRequest,
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ResourceAttributes,
+    SubjectAccessReview,
 };
+use serde::Deserialize;
 
 /// The only node fields the policy reads besides `metadata`, which the host
 /// always keeps. Fixed, so policy-server serves every admission from one
@@ -58,6 +60,23 @@ impl LookupError {
     }
 }
 
+/// A SubjectAccessReview's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+pub struct Access {
+    #[serde(default)]
+    pub allowed: bool,
+    /// The authorizer's explanation, if it gave one.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Who asks, in a SubjectAccessReview: a user name and its groups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject<'a> {
+    pub user: &'a str,
+    pub groups: Vec<String>,
+}
+
 pub trait Cluster {
     /// The `node.k8s.io/v1` RuntimeClass `name`; `Ok(None)` when it does not exist.
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError>;
@@ -65,6 +84,9 @@ pub trait Cluster {
     /// The `v1` NodeList of nodes matching `label_selector` (all nodes when
     /// `None`), masked with [`NODE_FIELD_MASKS`].
     fn kata_nodes(&self, label_selector: Option<&str>) -> Result<Vec<u8>, LookupError>;
+
+    /// Whether `subject` may `verb` (cluster-wide) the core `v1` nodes.
+    fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError>;
 }
 
 pub fn runtime_class_request(name: &str) -> GetResourceRequest {
@@ -90,6 +112,26 @@ pub fn kata_nodes_request(label_selector: Option<&str>) -> ListAllResourcesReque
                 .map(|m| m.to_string())
                 .collect::<BTreeSet<_>>(),
         ),
+    }
+}
+
+pub fn can_i_request(subject: &Subject, verb: &str) -> CanIRequest {
+    CanIRequest {
+        subject_access_review: SubjectAccessReview {
+            groups: Some(subject.groups.clone()),
+            resource_attributes: ResourceAttributes {
+                // The core group; cluster-scoped, so no namespace.
+                group: Some(String::new()),
+                name: None,
+                namespace: None,
+                resource: "nodes".to_string(),
+                subresource: None,
+                verb: verb.to_string(),
+                version: None,
+            },
+            user: subject.user.to_string(),
+        },
+        disable_cache: false,
     }
 }
 
@@ -125,6 +167,20 @@ impl Cluster for HostCluster {
         Self::call("list_resources_all", &kata_nodes_request(label_selector))
             .map_err(LookupError::from_host)
     }
+
+    fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError> {
+        let bytes =
+            Self::call("can_i", &can_i_request(subject, verb)).map_err(LookupError::from_host)?;
+        parse_access(&bytes)
+    }
+}
+
+/// Reads a `can_i` answer (a SubjectAccessReviewStatus).
+pub fn parse_access(bytes: &[u8]) -> Result<Access, LookupError> {
+    serde_json::from_slice(bytes).map_err(|e| LookupError {
+        kind: LookupErrorKind::Failed,
+        message: format!("the can_i answer is not a SubjectAccessReviewStatus: {e}"),
+    })
 }
 
 #[cfg(test)]
@@ -148,6 +204,43 @@ mod tests {
             rc,
             serde_json::json!({"api_version": "node.k8s.io/v1", "kind": "RuntimeClass", "name": "kata",
                 "namespace": null, "disable_cache": false, "field_masks": null})
+        );
+    }
+
+    #[test]
+    fn the_access_question_is_a_subject_access_review_on_nodes() {
+        let subject = Subject {
+            user: "system:serviceaccount:kubewarden:policy-server",
+            groups: vec!["system:serviceaccounts".into()],
+        };
+        assert_eq!(
+            serde_json::to_value(can_i_request(&subject, "watch")).unwrap(),
+            serde_json::json!({"subject_access_review": {"groups": ["system:serviceaccounts"],
+                "resource_attributes": {"group": "", "name": null, "namespace": null, "resource": "nodes",
+                    "subresource": null, "verb": "watch", "version": null},
+                "user": "system:serviceaccount:kubewarden:policy-server"}, "disable_cache": false})
+        );
+        assert_eq!(
+            parse_access(br#"{"allowed":true,"reason":"RBAC: allowed by ClusterRoleBinding"}"#),
+            Ok(Access {
+                allowed: true,
+                reason: Some("RBAC: allowed by ClusterRoleBinding".into())
+            })
+        );
+        assert!(
+            !parse_access(br#"{"allowed":false,"denied":true}"#)
+                .unwrap()
+                .allowed
+        );
+        assert!(
+            !parse_access(b"{}").unwrap().allowed,
+            "no answer is no permission"
+        );
+        assert!(
+            parse_access(b"<html>")
+                .unwrap_err()
+                .message
+                .contains("not a SubjectAccessReviewStatus")
         );
     }
 

@@ -157,6 +157,9 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         Err(conflict) => return Decision::not_assigned(settings.no_feasible_node, conflict),
     };
 
+    if let Err(refused) = may_list_nodes(settings, cluster) {
+        return refused;
+    }
     let selector = settings.host_label_selector();
     let node_bytes = match cluster.kata_nodes(selector) {
         Ok(bytes) => bytes,
@@ -196,6 +199,43 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         diagnosis.to_string()
     };
     Decision::not_assigned(settings.no_feasible_node, why)
+}
+
+/// Asks the host whether policy-server may list and watch nodes, before
+/// listing them: policy-server serves the list from a watch cache whose
+/// first load, when refused, retries forever, so a list it may not make
+/// never answers and the admission hangs past every timeout. A denied verb
+/// or a failed question is the `lookupFailure` outcome, at once.
+fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Decision> {
+    let subject = settings.policy_server_subject();
+    let mut denied = Vec::new();
+    for verb in ["list", "watch"] {
+        match cluster.may_on_nodes(&subject, verb) {
+            Ok(access) if access.allowed => {}
+            Ok(_) => denied.push(verb),
+            Err(e) => {
+                return Err(Decision::not_assigned(
+                    settings.lookup_failure,
+                    format!(
+                        "cannot check whether {} may {verb} nodes (kubernetes/can_i; policy-server needs create on subjectaccessreviews.authorization.k8s.io): {}",
+                        subject.user, e.message
+                    ),
+                ));
+            }
+        }
+    }
+    if denied.is_empty() {
+        return Ok(());
+    }
+    Err(Decision::not_assigned(
+        settings.lookup_failure,
+        format!(
+            "cannot list kata nodes (forbidden: {} may not {} nodes; grant policy-server get/list/watch on nodes and runtimeclasses.node.k8s.io, \
+             and list both in contextAwareResources)",
+            subject.user,
+            denied.join(", ")
+        ),
+    ))
 }
 
 fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {

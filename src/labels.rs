@@ -33,6 +33,11 @@ pub fn is_label_value(value: &str) -> bool {
     value.is_empty() || is_name_part(value)
 }
 
+/// A DNS-1123 label: what namespace and service account names are.
+pub fn is_dns_label(s: &str) -> bool {
+    s.len() <= 63 && !s.contains('.') && is_dns_subdomain(s)
+}
+
 /// A DNS-1123 subdomain: what RuntimeClass names and label-key prefixes are.
 pub fn is_dns_subdomain(s: &str) -> bool {
     !s.is_empty()

@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::cluster::Subject;
 use crate::labels;
 use crate::resources::IgnoredResources;
 
@@ -44,13 +45,19 @@ pub struct Settings {
     /// Extended resources (`vendor/name` or `vendor/*`) the resource-fit
     /// check skips, e.g. those served through DRA.
     pub ignored_resources: Vec<String>,
+    /// The user policy-server runs as, asked about in `can_i` before the
+    /// node list: `system:serviceaccount:<namespace>:<name>`.
+    pub policy_server_service_account: String,
 }
 
 pub const DEFAULT_RUNTIME_CLASS: &str = "kata";
 /// The label kata-deploy sets on nodes once Kata is installed and ready.
 pub const DEFAULT_KATA_NODE_SELECTOR: &str = "katacontainers.io/kata-runtime=true";
+/// The service account of the default PolicyServer (kubewarden-defaults chart).
+pub const DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT: &str =
+    "system:serviceaccount:kubewarden:policy-server";
 
-const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipHostNamespaces, ignoredResources";
+const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipHostNamespaces, ignoredResources, policyServerServiceAccount";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -61,6 +68,7 @@ impl Default for Settings {
             lookup_failure: Outcome::Accept,
             skip_host_namespaces: true,
             ignored_resources: Vec::new(),
+            policy_server_service_account: DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT.to_string(),
         }
     }
 }
@@ -98,6 +106,9 @@ impl Settings {
                     })?
                 }
                 "ignoredResources" => s.ignored_resources = strings(key, value)?,
+                "policyServerServiceAccount" => {
+                    s.policy_server_service_account = string(key, value)?
+                }
                 _ => return Err(format!("unknown setting {key:?}; known settings: {KNOWN}")),
             }
         }
@@ -118,7 +129,36 @@ impl Settings {
             )
         })?;
         self.ignored()?;
+        self.policy_server_namespace().ok_or_else(|| {
+            format!(
+                "policyServerServiceAccount must be \"system:serviceaccount:<namespace>:<name>\" with a namespace and a name that are DNS labels, got {:?}",
+                self.policy_server_service_account
+            )
+        })?;
         Ok(())
+    }
+
+    /// The namespace of `policyServerServiceAccount`, if it is well formed.
+    fn policy_server_namespace(&self) -> Option<&str> {
+        let rest = self
+            .policy_server_service_account
+            .strip_prefix("system:serviceaccount:")?;
+        let (namespace, name) = rest.split_once(':')?;
+        (labels::is_dns_label(namespace) && labels::is_dns_label(name)).then_some(namespace)
+    }
+
+    /// The subject of the `can_i` questions: the service account with the
+    /// groups the API server gives every service account.
+    pub fn policy_server_subject(&self) -> Subject<'_> {
+        let namespace = self.policy_server_namespace().unwrap_or_default();
+        Subject {
+            user: &self.policy_server_service_account,
+            groups: vec![
+                "system:serviceaccounts".to_string(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".to_string(),
+            ],
+        }
     }
 
     /// `ignoredResources`, parsed.
@@ -181,9 +221,21 @@ mod tests {
             "noFeasibleNode": "reject",
             "lookupFailure": "reject",
             "skipHostNamespaces": false,
-            "ignoredResources": ["example.com/foo", "nvidia.com/*"]
+            "ignoredResources": ["example.com/foo", "nvidia.com/*"],
+            "policyServerServiceAccount": "system:serviceaccount:kw:ps-2"
         }))
         .unwrap();
+        assert_eq!(
+            s.policy_server_subject(),
+            Subject {
+                user: "system:serviceaccount:kw:ps-2",
+                groups: vec![
+                    "system:serviceaccounts".into(),
+                    "system:serviceaccounts:kw".into(),
+                    "system:authenticated".into()
+                ]
+            }
+        );
         assert_eq!(s.ignored_resources, ["example.com/foo", "nvidia.com/*"]);
         let ignored = s.ignored().unwrap();
         assert!(ignored.ignores("example.com/foo") && ignored.ignores("nvidia.com/gpu"));
@@ -249,6 +301,26 @@ mod tests {
             (
                 json!({"ignoredResources": ["example.com/"]}),
                 "is not an extended resource name",
+            ),
+            (
+                json!({"policyServerServiceAccount": "policy-server"}),
+                "policyServerServiceAccount must be \"system:serviceaccount:<namespace>:<name>\"",
+            ),
+            (
+                json!({"policyServerServiceAccount": "system:serviceaccount:kubewarden"}),
+                "policyServerServiceAccount must be",
+            ),
+            (
+                json!({"policyServerServiceAccount": "system:serviceaccount:Kube_warden:ps"}),
+                "policyServerServiceAccount must be",
+            ),
+            (
+                json!({"policyServerServiceAccount": "system:serviceaccount:kw:ps:x"}),
+                "policyServerServiceAccount must be",
+            ),
+            (
+                json!({"policyServerServiceAccount": 7}),
+                "policyServerServiceAccount must be a string",
             ),
         ];
         for (input, want) in cases {

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
-use kata_runtime_policy::cluster::{Cluster, LookupError};
+use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Subject};
 use kata_runtime_policy::decision::{Decision, decide_payload};
 use kata_runtime_policy::node::Node;
 use kata_runtime_policy::pod::PodFacts;
@@ -466,6 +466,12 @@ impl Cluster for Fake {
     }
     fn kata_nodes(&self, _: Option<&str>) -> Result<Vec<u8>, LookupError> {
         Ok(self.nodes.clone())
+    }
+    fn may_on_nodes(&self, _: &Subject, _: &str) -> Result<Access, LookupError> {
+        Ok(Access {
+            allowed: true,
+            reason: None,
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use kata_runtime_policy::cluster::{Cluster, LookupError};
+use kata_runtime_policy::cluster::{Cluster, LookupError, Access, Subject};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -38,6 +38,13 @@ impl Cluster for FakeCluster<'_> {
 
     fn kata_nodes(&self, _label_selector: Option<&str>) -> Result<Vec<u8>, LookupError> {
         Ok(self.nodes.to_vec())
+    }
+
+    fn may_on_nodes(&self, _subject: &Subject, _verb: &str) -> Result<Access, LookupError> {
+        Ok(Access {
+            allowed: true,
+            reason: None,
+        })
     }
 }
 

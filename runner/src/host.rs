@@ -50,6 +50,13 @@ struct ListNamespacePayload {
 /// Turns a guest host call into the request kwctl would have recorded.
 ///
 /// Unknown bindings/namespaces/operations get policy-evaluator's messages.
+/// Payload of `kubernetes/can_i` (the SDK's `CanIRequest`).
+#[derive(Deserialize)]
+struct CanIPayload {
+    subject_access_review: crate::session::SubjectAccessReview,
+    disable_cache: bool,
+}
+
 fn parse_host_call(
     binding: &str,
     namespace: &str,
@@ -94,6 +101,13 @@ fn parse_host_call(
                 label_selector: p.label_selector,
                 field_selector: p.field_selector,
                 field_masks: p.field_masks,
+            }
+        }
+        "can_i" => {
+            let p: CanIPayload = serde_json::from_slice(payload).map_err(invalid)?;
+            CallbackRequest::KubernetesCanI {
+                request: p.subject_access_review,
+                disable_cache: p.disable_cache,
             }
         }
         _ => return Err(format!("unknown operation: {operation}")),
@@ -264,6 +278,7 @@ mod tests {
     );
 
     const GET_RUNTIME_CLASS: &str = r#"{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":"kata","namespace":null,"disable_cache":false,"field_masks":null}"#;
+    const CAN_I: &str = r#"{"subject_access_review":{"groups":["system:serviceaccounts","system:serviceaccounts:kubewarden","system:authenticated"],"resource_attributes":{"group":"","name":null,"namespace":null,"resource":"nodes","subresource":null,"verb":"VERB","version":null},"user":"system:serviceaccount:kubewarden:policy-server"},"disable_cache":false}"#;
     const LIST_NODES: &str = r#"{"api_version":"v1","kind":"Node","label_selector":"katacontainers.io/kata-runtime=true","field_masks":["spec.unschedulable","spec.taints","status.allocatable"]}"#;
 
     fn call(
@@ -292,6 +307,16 @@ mod tests {
         )
         .unwrap();
         assert!(String::from_utf8(body).unwrap().contains("RuntimeClass"));
+        // The SDK's CanIRequest, as the policy sends it.
+        for verb in ["list", "watch"] {
+            let can_i = CAN_I.replace("VERB", verb);
+            let body = call(&mut session, "kubernetes", "can_i", &can_i).unwrap();
+            assert!(
+                String::from_utf8(body)
+                    .unwrap()
+                    .starts_with("{\"allowed\":true")
+            );
+        }
         // Absent field_selector == null; field_masks is a set, order-free.
         let err = call(&mut session, "kubernetes", "list_resources_all", LIST_NODES).unwrap_err();
         assert!(
@@ -328,8 +353,15 @@ mod tests {
             Err("unknown namespace: oci".into())
         );
         assert_eq!(
-            call(&mut session, "kubernetes", "can_i", "{}"),
-            Err("unknown operation: can_i".into())
+            call(&mut session, "kubernetes", "delete_resource", "{}"),
+            Err("unknown operation: delete_resource".into())
+        );
+        let err = call(&mut session, "kubernetes", "can_i", "{}").unwrap_err();
+        assert!(
+            err.starts_with(
+                "invalid kubernetes/can_i payload: missing field `subject_access_review`"
+            ),
+            "{err}"
         );
         let err = call(&mut session, "kubernetes", "get_resource", "{\"kind\":1}").unwrap_err();
         assert!(
@@ -337,7 +369,7 @@ mod tests {
             "{err}"
         );
         // None of these consumed an exchange.
-        assert_eq!(session.remaining(), 2);
+        assert_eq!(session.remaining(), 4);
     }
 
     #[test]

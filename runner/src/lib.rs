@@ -31,4 +31,7 @@ pub use output::{
     admission_response_from,
 };
 pub use request::{admission_request, load_request, load_settings, parse_settings_json};
-pub use session::{CallbackRequest, Exchange, ReplayError, Response, Session};
+pub use session::{
+    CallbackRequest, Exchange, ReplayError, ResourceAttributes, Response, Session,
+    SubjectAccessReview,
+};

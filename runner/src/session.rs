@@ -51,6 +51,32 @@ pub enum CallbackRequest {
         field_selector: Option<String>,
         field_masks: Option<BTreeSet<String>>,
     },
+    /// `kubernetes/can_i`: a SubjectAccessReview.
+    KubernetesCanI {
+        request: SubjectAccessReview,
+        disable_cache: bool,
+    },
+}
+
+/// Mirrors the SDK's `host_capabilities::kubernetes::SubjectAccessReview`
+/// (names, field order and types: kwctl prints mismatches with `{:?}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubjectAccessReview {
+    pub groups: Option<Vec<String>>,
+    pub resource_attributes: ResourceAttributes,
+    pub user: String,
+}
+
+/// Mirrors the SDK's `host_capabilities::kubernetes::ResourceAttributes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceAttributes {
+    pub group: Option<String>,
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub resource: String,
+    pub subresource: Option<String>,
+    pub verb: String,
+    pub version: Option<String>,
 }
 
 impl CallbackRequest {
@@ -243,6 +269,34 @@ mod tests {
         }
     }
 
+    /// What the policy asks with the default settings.
+    fn can_i(verb: &str) -> CallbackRequest {
+        CallbackRequest::KubernetesCanI {
+            request: SubjectAccessReview {
+                groups: Some(
+                    [
+                        "system:serviceaccounts",
+                        "system:serviceaccounts:kubewarden",
+                        "system:authenticated",
+                    ]
+                    .map(String::from)
+                    .into(),
+                ),
+                resource_attributes: ResourceAttributes {
+                    group: Some(String::new()),
+                    name: None,
+                    namespace: None,
+                    resource: "nodes".into(),
+                    subresource: None,
+                    verb: verb.into(),
+                    version: None,
+                },
+                user: "system:serviceaccount:kubewarden:policy-server".into(),
+            },
+            disable_cache: false,
+        }
+    }
+
     fn list_kata_nodes() -> CallbackRequest {
         CallbackRequest::KubernetesListResourceAll {
             api_version: "v1".into(),
@@ -286,7 +340,15 @@ mod tests {
     fn recorded_request_fields_are_read() {
         let session = Session::load(format!("{SESSIONS}/kata-workers.yml")).unwrap();
         let requests: Vec<_> = session.pending().map(|e| e.request.clone()).collect();
-        assert_eq!(requests, vec![get_runtime_class(), list_kata_nodes()]);
+        assert_eq!(
+            requests,
+            vec![
+                get_runtime_class(),
+                can_i("list"),
+                can_i("watch"),
+                list_kata_nodes()
+            ]
+        );
     }
 
     #[test]
@@ -307,6 +369,14 @@ mod tests {
                 .unwrap()
                 .contains("\"handler\":\"kata\"")
         );
+        for verb in ["list", "watch"] {
+            let access = session.replay(&can_i(verb)).unwrap();
+            assert!(
+                String::from_utf8(access)
+                    .unwrap()
+                    .starts_with("{\"allowed\":true")
+            );
+        }
         let nodes = session.replay(&list_kata_nodes()).unwrap();
         assert!(String::from_utf8(nodes).unwrap().contains("worker-2"));
         assert_eq!(session.remaining(), 0);
@@ -329,7 +399,7 @@ mod tests {
         assert!(err.to_string().starts_with(
             "Replay error: unexpected request. Was expecting KubernetesGetResource { api_version: \"node.k8s.io/v1\""
         ));
-        assert_eq!(session.remaining(), 1);
+        assert_eq!(session.remaining(), 3);
     }
 
     #[test]

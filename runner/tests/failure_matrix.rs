@@ -23,6 +23,34 @@ const MATRIX: &[(&str, &str, bool, &str)] = &[
         false,
         "nodes is forbidden",
     ),
+    // can_i says policy-server may neither list nor watch nodes: no list is
+    // made (policy-server's would hang), the session has none to answer.
+    (
+        "nodes-access-denied.yml",
+        r#"{}"#,
+        true,
+        "cannot list kata nodes (forbidden: system:serviceaccount:kubewarden:policy-server may not list, watch nodes; grant policy-server get/list/watch",
+    ),
+    (
+        "nodes-access-denied.yml",
+        r#"{"lookupFailure":"reject"}"#,
+        false,
+        "may not list, watch nodes",
+    ),
+    // can_i itself fails: nothing more is asked.
+    (
+        "can-i-error.yml",
+        r#"{}"#,
+        true,
+        "cannot check whether system:serviceaccount:kubewarden:policy-server may list nodes (kubernetes/can_i; \
+         policy-server needs create on subjectaccessreviews.authorization.k8s.io): HyperError: error trying to connect",
+    ),
+    (
+        "can-i-error.yml",
+        r#"{"lookupFailure":"reject"}"#,
+        false,
+        "HyperError: error trying to connect",
+    ),
     // The RuntimeClass does not exist: no pod can use it (noFeasibleNode).
     (
         "runtimeclass-missing.yml",
@@ -168,6 +196,14 @@ fn big_node_list(count: usize) -> String {
 
 fn big_session(nodes: &str) -> Session {
     let rc = r#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#;
+    // The two access questions, as recorded in the project's sessions.
+    let access: Vec<Exchange> = session("kata-workers.yml")
+        .pending()
+        .filter(|e| matches!(e.request, CallbackRequest::KubernetesCanI { .. }))
+        .cloned()
+        .collect();
+    assert_eq!(access.len(), 2);
+    let [list, watch] = <[Exchange; 2]>::try_from(access).unwrap();
     Session::from_exchanges([
         Exchange {
             request: CallbackRequest::KubernetesGetResource {
@@ -180,6 +216,8 @@ fn big_session(nodes: &str) -> Session {
             },
             response: Response::Success { payload: rc.into() },
         },
+        list,
+        watch,
         Exchange {
             request: CallbackRequest::KubernetesListResourceAll {
                 api_version: "v1".into(),

@@ -5,11 +5,16 @@ use std::cell::RefCell;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::cluster::{Access, Subject};
 
 /// A cluster answering from fixed JSON, recording every query it gets.
 struct FakeCluster {
     runtime_class: Result<Option<Value>, LookupError>,
     nodes: Result<Vec<u8>, LookupError>,
+    /// Verbs on nodes that `can_i` denies.
+    denied: Vec<&'static str>,
+    /// When set, `can_i` fails with it.
+    access_error: Option<LookupError>,
     queries: RefCell<Vec<String>>,
 }
 
@@ -22,6 +27,8 @@ impl FakeCluster {
                     .to_string()
                     .into_bytes(),
             ),
+            denied: Vec::new(),
+            access_error: None,
             queries: RefCell::default(),
         }
     }
@@ -45,6 +52,19 @@ impl Cluster for FakeCluster {
             .borrow_mut()
             .push(format!("Nodes {selector:?}"));
         self.nodes.clone()
+    }
+    fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError> {
+        self.queries.borrow_mut().push(format!(
+            "CanI {verb} nodes as {} {:?}",
+            subject.user, subject.groups
+        ));
+        match &self.access_error {
+            Some(e) => Err(e.clone()),
+            None => Ok(Access {
+                allowed: !self.denied.contains(&verb),
+                reason: None,
+            }),
+        }
     }
 }
 
@@ -845,5 +865,101 @@ fn undefaulted_limits_count_as_requests() {
     assert_eq!(
         mutated_spec(&decide_payload(&pod_request(small_request), &cluster))["runtimeClassName"],
         "kata"
+    );
+}
+
+// ------------------------------------------------- access before the list
+
+#[test]
+fn access_to_nodes_is_asked_before_the_list() {
+    let cluster = seed_cluster();
+    let d = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    let groups = r#"["system:serviceaccounts", "system:serviceaccounts:kubewarden", "system:authenticated"]"#;
+    assert_eq!(
+        *cluster.queries.borrow(),
+        vec![
+            "RuntimeClass kata".to_string(),
+            format!("CanI list nodes as system:serviceaccount:kubewarden:policy-server {groups}"),
+            format!("CanI watch nodes as system:serviceaccount:kubewarden:policy-server {groups}"),
+            "Nodes Some(\"katacontainers.io/kata-runtime=true\")".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn a_denied_list_or_watch_fails_fast_without_listing() {
+    for (denied, verbs) in [
+        (vec!["list"], "list"),
+        (vec!["watch"], "watch"),
+        (vec!["list", "watch"], "list, watch"),
+    ] {
+        let mut cluster = seed_cluster();
+        cluster.denied = denied;
+        let d = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
+        assert_eq!(
+            leave_text(&d),
+            format!(
+                "kata runtime not assigned: cannot list kata nodes (forbidden: system:serviceaccount:kubewarden:policy-server \
+                 may not {verbs} nodes; grant policy-server get/list/watch on nodes and runtimeclasses.node.k8s.io, \
+                 and list both in contextAwareResources)"
+            )
+        );
+        assert!(
+            !cluster
+                .queries
+                .borrow()
+                .iter()
+                .any(|q| q.starts_with("Nodes")),
+            "listed after a denial: {:?}",
+            cluster.queries.borrow()
+        );
+    }
+    // lookupFailure=reject refuses with the same words.
+    let mut cluster = seed_cluster();
+    cluster.denied = vec!["watch"];
+    let d = decide_payload(
+        &request(
+            "Pod",
+            "",
+            "CREATE",
+            json!({"spec": {"containers": containers()}}),
+            json!({"lookupFailure": "reject"}),
+        ),
+        &cluster,
+    );
+    assert!(
+        matches!(d, Decision::Reject { code: None, ref explanation } if explanation.contains("may not watch nodes")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_failing_access_question_fails_fast_without_listing() {
+    let mut cluster = seed_cluster();
+    cluster.access_error = Some(LookupError::from_host(
+        "Host error: Callback evaluation failure: HyperError: error trying to connect: tcp connect error".into(),
+    ));
+    let d = decide_payload(
+        &request(
+            "Pod",
+            "",
+            "CREATE",
+            json!({"spec": {"containers": containers()}}),
+            json!({"policyServerServiceAccount": "system:serviceaccount:kw:ps"}),
+        ),
+        &cluster,
+    );
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: cannot check whether system:serviceaccount:kw:ps may list nodes \
+         (kubernetes/can_i; policy-server needs create on subjectaccessreviews.authorization.k8s.io): \
+         HyperError: error trying to connect: tcp connect error"
+    );
+    let queries = cluster.queries.borrow();
+    assert_eq!(
+        queries.len(),
+        2,
+        "RuntimeClass, one can_i, nothing after: {queries:?}"
     );
 }

@@ -13,7 +13,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use kwrun::{CallbackRequest, Exchange, Policy, Response, Session, clustergen};
+use kwrun::{
+    CallbackRequest, Exchange, Policy, ResourceAttributes, Response, Session, SubjectAccessReview,
+    clustergen,
+};
 use serde_json::{Value, json};
 
 const SELECTOR: &str = "katacontainers.io/kata-runtime=true";
@@ -41,6 +44,35 @@ fn nodes_request() -> CallbackRequest {
                 .map(String::from)
                 .into(),
         ),
+    }
+}
+
+/// The access question the policy asks before the list, with the default
+/// `policyServerServiceAccount`.
+fn can_i_request(verb: &str) -> CallbackRequest {
+    CallbackRequest::KubernetesCanI {
+        request: SubjectAccessReview {
+            groups: Some(
+                [
+                    "system:serviceaccounts",
+                    "system:serviceaccounts:kubewarden",
+                    "system:authenticated",
+                ]
+                .map(String::from)
+                .into(),
+            ),
+            resource_attributes: ResourceAttributes {
+                group: Some(String::new()),
+                name: None,
+                namespace: None,
+                resource: "nodes".into(),
+                subresource: None,
+                verb: verb.into(),
+                version: None,
+            },
+            user: "system:serviceaccount:kubewarden:policy-server".into(),
+        },
+        disable_cache: false,
     }
 }
 
@@ -153,6 +185,14 @@ fn session(calls: Calls, nodes: &str) -> Session {
             Exchange {
                 request: runtime_class_request(),
                 response: success(RUNTIME_CLASS),
+            },
+            Exchange {
+                request: can_i_request("list"),
+                response: success(r#"{"allowed":true}"#),
+            },
+            Exchange {
+                request: can_i_request("watch"),
+                response: success(r#"{"allowed":true}"#),
             },
             Exchange {
                 request: nodes_request(),
