@@ -192,6 +192,24 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   warning_is 'kata runtime not assigned: no node matches kataNodeSelector "katacontainers.io/kata-runtime=true"'
 }
 
+@test "policy-server may not list or watch nodes: immediate lookupFailure, no list" {
+  kwctl_run pod-plain.json nodes-access-denied.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  [ "$(jq -r '.auditAnnotations.reason' <<<"$response")" = "kata runtime not assigned: cannot list kata nodes (forbidden: system:serviceaccount:kubewarden:policy-server may not list, watch nodes; grant policy-server get/list/watch on nodes and runtimeclasses.node.k8s.io, and list both in contextAwareResources)" ]
+  kwctl_run pod-plain.json nodes-access-denied.yml '{"lookupFailure":"reject"}'
+  allowed false
+}
+
+@test "the access question fails: immediate lookupFailure, no list" {
+  kwctl_run pod-plain.json can-i-error.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  [[ "$(jq -r '.auditAnnotations.reason' <<<"$response")" == "kata runtime not assigned: cannot check whether system:serviceaccount:kubewarden:policy-server may list nodes (kubernetes/can_i; policy-server needs create on subjectaccessreviews.authorization.k8s.io): "*"Connection refused"* ]]
+}
+
 @test "forbidden node list: lookupFailure=accept leaves the pod alone and names the RBAC fix" {
   kwctl_run pod-plain.json forbidden.yml
   [ "$status" -eq 0 ]

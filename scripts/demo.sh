@@ -26,7 +26,9 @@ scenarios=(
   "pod-selector-conflict.json|runtimeclass-scheduling.yml|{}|nodeSelector conflicts with the RuntimeClass"
   "pod-plain.json|runtimeclass-missing.yml|{}|RuntimeClass kata not installed"
   "pod-plain.json|no-kata-nodes.yml|{}|no node labelled for kata yet"
-  "pod-plain.json|forbidden.yml|{}|policy-server may not list nodes (RBAC)"
+  "pod-plain.json|nodes-access-denied.yml|{}|policy-server may not list nodes (RBAC): asked first, never listed"
+  "pod-plain.json|can-i-error.yml|{}|the access question fails (API server unreachable)"
+  "pod-plain.json|forbidden.yml|{}|the node list itself refused (contextAwareResources)"
   "deployment.json|kata-workers.yml|{}|a Deployment (only Pods are evaluated)"
 )
 

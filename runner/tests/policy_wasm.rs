@@ -60,6 +60,10 @@ fn settings_are_validated_by_the_module() {
         (br#"{"lookupFailure":1}"#, "lookupFailure"),
         (br#"{"skipHostNamespaces":"no"}"#, "skipHostNamespaces"),
         (br#"{"ignoredResources":["gpu"]}"#, "ignoredResources"),
+        (
+            br#"{"policyServerServiceAccount":"policy-server"}"#,
+            "policyServerServiceAccount",
+        ),
         (br#"{"bogus":true}"#, "bogus"),
         (b"not json", "not valid JSON"),
     ] {
@@ -184,8 +188,8 @@ fn skipped_requests_never_ask_the_cluster() {
         assert_eq!(warning(&r), warned, "{file}");
         assert_eq!(
             p.take_session().remaining(),
-            2,
-            "{file}: the cluster was queried"
+            4,
+            "{file}: the cluster was queried (can_i included)"
         );
     }
 }
