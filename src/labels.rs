@@ -92,7 +92,10 @@ fn tokenize(s: &str) -> Result<Vec<Token<'_>>, String> {
     let mut rest = s;
     while let Some(c) = rest.chars().next() {
         let (token, len) = match c {
-            c if c.is_whitespace() => (None, c.len_utf8()),
+            // Upstream's `isWhitespace`: only these four. Any other blank
+            // (NBSP, form feed, …) is part of a word, and so an invalid one:
+            // the API server would refuse the selector.
+            ' ' | '\t' | '\r' | '\n' => (None, 1),
             ',' => (Some(Token::Comma), 1),
             '(' => (Some(Token::Open), 1),
             ')' => (Some(Token::Close), 1),
@@ -104,7 +107,7 @@ fn tokenize(s: &str) -> Result<Vec<Token<'_>>, String> {
             '=' => (Some(Token::Eq), 1),
             _ => {
                 let len = rest
-                    .find(|c: char| c.is_whitespace() || ",()!=<>".contains(c))
+                    .find(|c: char| " \t\r\n,()!=<>".contains(c))
                     .unwrap_or(rest.len());
                 (rest.get(..len).map(Token::Ident), len)
             }
@@ -196,8 +199,10 @@ fn parse_requirement(it: &mut Tokens<'_, '_>) -> Result<Requirement, String> {
                         }
                         want_value = true;
                     }
+                    // `()` and a trailing `,` hold one empty value, as
+                    // upstream's `parseValues` reads them.
                     Some(Token::Close) => {
-                        if want_value && !values.is_empty() {
+                        if want_value {
                             values.push(String::new());
                         }
                         break;
@@ -226,14 +231,21 @@ fn requirement(key: &str, op: SelectorOp, values: Vec<String>) -> Result<Require
     if !is_qualified_name(key) {
         return Err(format!("{key:?} is not a valid label key"));
     }
+    // `labels.NewRequirement`'s checks.
     match op {
         SelectorOp::In | SelectorOp::NotIn if values.is_empty() => {
             return Err(format!("{key}: 'in' and 'notin' need at least one value"));
         }
+        SelectorOp::Equals | SelectorOp::NotEquals if values.len() != 1 => {
+            return Err(format!("{key}: '=' and '!=' need exactly one value"));
+        }
+        SelectorOp::Exists | SelectorOp::DoesNotExist if !values.is_empty() => {
+            return Err(format!("{key}: an existence check takes no value"));
+        }
         SelectorOp::GreaterThan | SelectorOp::LessThan
-            if values.iter().any(|v| v.parse::<i64>().is_err()) =>
+            if values.len() != 1 || values.iter().any(|v| v.parse::<i64>().is_err()) =>
         {
-            return Err(format!("{key}: '>' and '<' need an integer value"));
+            return Err(format!("{key}: '>' and '<' need one integer value"));
         }
         _ => {}
     }
@@ -292,13 +304,59 @@ mod tests {
         }
     }
 
+    /// Upstream's own tables and probes decided by upstream's parser
+    /// (`upstream_selectors.tsv`): every selector, key and value it accepts
+    /// is accepted here and every one it refuses is refused, except a NUL
+    /// byte, which upstream's lexer reads as the end of the input (so that
+    /// "\0a=b" selects every node): refused here, as no setting means it.
+    #[test]
+    fn agrees_with_upstream_on_its_tables() {
+        let mut checked = 0;
+        for line in include_str!("labels/upstream_selectors.tsv")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+        {
+            let cols: Vec<&str> = line.split('\t').collect();
+            let [kind, group, verdict, hex] = cols[..] else {
+                panic!("bad line {line:?}")
+            };
+            let bytes: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let Ok(input) = String::from_utf8(bytes) else {
+                continue;
+            };
+            let accepted = match kind {
+                "sel" => parse_selector(&input).is_ok(),
+                "key" => is_qualified_name(&input),
+                "val" => is_label_value(&input),
+                other => panic!("unknown kind {other}"),
+            };
+            let upstream = verdict == "A" && !input.contains('\0');
+            assert_eq!(accepted, upstream, "{group} {kind} {input:?}");
+            checked += 1;
+        }
+        assert!(checked > 350, "{checked}");
+    }
+
+    #[test]
+    fn empty_value_lists_and_blanks_as_upstream_reads_them() {
+        let r = parse_selector("x in (),y notin (a,)").unwrap();
+        assert_eq!(r[0].values, vec![String::new()]);
+        assert_eq!(r[1].values, vec!["a".to_string(), String::new()]);
+        assert!(parse_selector("a=b\t,\r\nc").is_ok());
+        for blank in ["a=b\u{a0}", "\u{c}", "a=b\u{b}", "\u{3000}a", "a\0=b"] {
+            assert!(parse_selector(blank).is_err(), "{blank:?}");
+        }
+    }
+
     #[test]
     fn refuses_malformed_selectors() {
         for input in [
             "a=b=c",
             "=b",
             "a in x",
-            "a in ()",
             "a in (x",
             "a>x",
             "a>",
