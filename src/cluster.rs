@@ -48,14 +48,18 @@ impl LookupError {
             LookupErrorKind::Failed
         };
         // Prefixes added by the waPC guest and by policy-evaluator say nothing
-        // to the user.
+        // to the user; neither does the backtrace a host started with
+        // RUST_BACKTRACE=1 appends to its errors (anyhow's `{:?}`).
         let mut text = message.as_str();
         for prefix in ["Host error: ", "Callback evaluation failure: "] {
             text = text.strip_prefix(prefix).unwrap_or(text);
         }
+        if let Some(at) = text.find("Stack backtrace:") {
+            text = text.get(..at).unwrap_or(text);
+        }
         LookupError {
             kind,
-            message: text.to_string(),
+            message: one_line(text),
         }
     }
 }
@@ -75,6 +79,24 @@ pub struct Access {
 pub struct Subject<'a> {
     pub user: &'a str,
     pub groups: Vec<String>,
+}
+
+/// `text` on one line: every run of whitespace that holds a line break
+/// becomes one space (warnings and audit annotations are single lines).
+fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text
+        .trim()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+    {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(line.trim());
+    }
+    out
 }
 
 pub trait Cluster {
@@ -241,6 +263,25 @@ mod tests {
                 .unwrap_err()
                 .message
                 .contains("not a SubjectAccessReviewStatus")
+        );
+    }
+
+    #[test]
+    fn host_errors_lose_backtraces_and_line_breaks() {
+        let noisy = "Host error: Callback evaluation failure: ApiError: nodes is forbidden: User \"x\" cannot list \
+                     resource \"nodes\": Forbidden (Status { code: 403 })\n\nCaused by:\n    forbidden\n\n\
+                     Stack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   1: policy_evaluator::x\n";
+        let e = LookupError::from_host(noisy.into());
+        assert_eq!(
+            e.message,
+            "ApiError: nodes is forbidden: User \"x\" cannot list resource \"nodes\": Forbidden (Status { code: 403 }) \
+             Caused by: forbidden"
+        );
+        assert_eq!(e.kind, LookupErrorKind::Forbidden);
+        assert_eq!(LookupError::from_host("plain".into()).message, "plain");
+        assert_eq!(
+            LookupError::from_host("Host error: a\r\n  b".into()).message,
+            "a b"
         );
     }
 

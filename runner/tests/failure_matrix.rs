@@ -83,6 +83,14 @@ const MATRIX: &[(&str, &str, bool, &str)] = &[
         false,
         "operation timed out",
     ),
+    // A host error with a backtrace (RUST_BACKTRACE=1): the message only,
+    // on one line (the test also checks there is no line break).
+    (
+        "host-error-backtrace.yml",
+        r#"{}"#,
+        true,
+        "cannot list kata nodes: error sending request for url (https://kubernetes.default.svc/api/v1/nodes?labelSelector=katacontainers.io%2Fkata-runtime%3Dtrue): operation timed out",
+    ),
     // Answers that are not what was asked for.
     (
         "nodes-truncated.yml",
@@ -162,6 +170,10 @@ fn every_host_failure_has_its_documented_outcome() {
             .as_str()
             .unwrap_or_default();
         assert!(text.contains(reason), "{context}");
+        assert!(
+            !text.contains('\n') && !text.contains("backtrace"),
+            "{context}"
+        );
         let warning = verdict["warnings"][0].as_str().unwrap_or_default();
         assert!(!warning.is_empty() && warning.len() <= 255, "{context}");
         if !allowed {
