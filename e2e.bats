@@ -59,22 +59,22 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
 }
 
 @test "a DaemonSet pod pinned to a kata worker by matchFields gets the kata runtime" {
-  kwctl_run pod-daemonset.json kata-workers.yml
+  kwctl_run pod-daemonset.json node-worker-2.yml
   [ "$status" -eq 0 ]
   allowed true
   only_runtime_class_patch kata
 }
 
 @test "a DaemonSet pod pinned to the master is left alone" {
-  kwctl_run pod-daemonset-master.json kata-workers.yml
+  kwctl_run pod-daemonset-master.json node-master.yml
   [ "$status" -eq 0 ]
   allowed true
   no_patch
-  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+  warning_is "kata runtime not assigned: the pod can only run on node \"master\" (required node affinity on metadata.name): \"master\" is not a kata node (it does not match kataNodeSelector \"katacontainers.io/kata-runtime=true\")"
 }
 
 @test "a pod bound to a kata node by nodeName gets the kata runtime" {
-  kwctl_run pod-node-name.json kata-workers.yml
+  kwctl_run pod-node-name.json node-worker-1.yml
   [ "$status" -eq 0 ]
   allowed true
   only_runtime_class_patch kata
@@ -119,6 +119,14 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   allowed true
   no_patch
   warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match pod topology spread constraints (missing required label)"
+}
+
+@test "a pod bound to a node that does not exist is left alone, and says so" {
+  kwctl_run pod-node-name-missing.json node-missing.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: the pod is bound to node \"worker-9\" (spec.nodeName): \"worker-9\" does not exist"
 }
 
 @test "a hostNetwork pod is never given kata" {

@@ -107,6 +107,10 @@ pub trait Cluster {
     /// `None`), masked with [`NODE_FIELD_MASKS`].
     fn kata_nodes(&self, label_selector: Option<&str>) -> Result<Vec<u8>, LookupError>;
 
+    /// The `v1` Node `name`, masked with [`NODE_FIELD_MASKS`]; `Ok(None)`
+    /// when it does not exist. A direct GET: it fails fast, never hangs.
+    fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError>;
+
     /// Whether `subject` may `verb` (cluster-wide) the core `v1` nodes.
     fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError>;
 }
@@ -119,6 +123,17 @@ pub fn runtime_class_request(name: &str) -> GetResourceRequest {
         namespace: None,
         disable_cache: false,
         field_masks: None,
+    }
+}
+
+pub fn node_request(name: &str) -> GetResourceRequest {
+    GetResourceRequest {
+        api_version: "v1".to_string(),
+        kind: "Node".to_string(),
+        name: name.to_string(),
+        namespace: None,
+        disable_cache: false,
+        field_masks: Some(NODE_FIELD_MASKS.iter().map(|m| m.to_string()).collect()),
     }
 }
 
@@ -188,6 +203,14 @@ impl Cluster for HostCluster {
     fn kata_nodes(&self, label_selector: Option<&str>) -> Result<Vec<u8>, LookupError> {
         Self::call("list_resources_all", &kata_nodes_request(label_selector))
             .map_err(LookupError::from_host)
+    }
+
+    fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        match Self::call("get_resource", &node_request(name)).map_err(LookupError::from_host) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind == LookupErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError> {

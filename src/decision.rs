@@ -157,6 +157,9 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         Err(conflict) => return Decision::not_assigned(settings.no_feasible_node, conflict),
     };
 
+    if let Some(names) = constraints.pinned_nodes() {
+        return pinned::decide(object, settings, cluster, &constraints, &names);
+    }
     if let Err(refused) = may_list_nodes(settings, cluster) {
         return refused;
     }
@@ -166,22 +169,7 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         Err(e) => return lookup_failed(settings, "cannot list kata nodes", &e),
     };
     let (diagnosis, bound_elsewhere) = match constraints.find_feasible(&node_bytes) {
-        Ok(Feasibility::Fits) => {
-            return match mutation::set_runtime_class(object, class) {
-                Ok(object) => Decision::Mutate {
-                    object,
-                    // Names no node and no count: the search stops at the first
-                    // fit, and the host's list order is not stable.
-                    explanation: format!(
-                        "runtimeClassName {class:?} assigned: a kata node can run this pod"
-                    ),
-                },
-                Err(e) => Decision::Reject {
-                    explanation: format!("cannot mutate the Pod: {e}"),
-                    code: Some(400),
-                },
-            };
-        }
+        Ok(Feasibility::Fits) => return mutate(object, class),
         Ok(Feasibility::NoneFits {
             diagnosis,
             bound_elsewhere,
@@ -199,6 +187,24 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         diagnosis.to_string()
     };
     Decision::not_assigned(settings.no_feasible_node, why)
+}
+
+/// The mutation, once a kata node can run the pod.
+fn mutate(object: &str, class: &str) -> Decision {
+    match mutation::set_runtime_class(object, class) {
+        Ok(object) => Decision::Mutate {
+            object,
+            // Names no node and no count: the search stops at the first
+            // fit, and the host's list order is not stable.
+            explanation: format!(
+                "runtimeClassName {class:?} assigned: a kata node can run this pod"
+            ),
+        },
+        Err(e) => Decision::Reject {
+            explanation: format!("cannot mutate the Pod: {e}"),
+            code: Some(400),
+        },
+    }
 }
 
 /// Asks the host whether policy-server may list and watch nodes, before
@@ -254,5 +260,6 @@ fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {
     )
 }
 
+mod pinned;
 #[cfg(test)]
 mod tests;

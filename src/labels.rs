@@ -62,6 +62,34 @@ pub struct Requirement {
     pub values: Vec<String>,
 }
 
+impl Requirement {
+    /// `labels.Requirement.Matches`, given a label lookup: how the API
+    /// server applies `kataNodeSelector`, for a node read by name.
+    pub fn matches<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
+        let value = label(&self.key);
+        let listed = |v: &str| self.values.iter().any(|x| x == v);
+        match self.op {
+            SelectorOp::Equals | SelectorOp::In => value.is_some_and(listed),
+            SelectorOp::NotEquals | SelectorOp::NotIn => !value.is_some_and(listed),
+            SelectorOp::Exists => value.is_some(),
+            SelectorOp::DoesNotExist => value.is_none(),
+            SelectorOp::GreaterThan | SelectorOp::LessThan => {
+                let (Some(have), Some(bound)) = (
+                    value.and_then(|v| v.parse::<i64>().ok()),
+                    self.values.first().and_then(|v| v.parse::<i64>().ok()),
+                ) else {
+                    return false;
+                };
+                if self.op == SelectorOp::GreaterThan {
+                    have > bound
+                } else {
+                    have < bound
+                }
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SelectorOp {
     Equals,
@@ -348,6 +376,35 @@ mod tests {
         assert!(parse_selector("a=b\t,\r\nc").is_ok());
         for blank in ["a=b\u{a0}", "\u{c}", "a=b\u{b}", "\u{3000}a", "a\0=b"] {
             assert!(parse_selector(blank).is_err(), "{blank:?}");
+        }
+    }
+
+    #[test]
+    fn requirements_match_labels_as_the_api_server_does() {
+        let labels = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
+        };
+        let node = labels(&[("kata", "true"), ("gen", "5"), ("zone", "")]);
+        for (selector, want) in [
+            ("kata=true", true),
+            ("kata==false", false),
+            ("kata!=false", true),
+            ("missing!=x", true),
+            ("kata in (true,yes)", true),
+            ("missing notin (x)", true),
+            ("kata notin (true)", false),
+            ("zone", true),
+            ("!zone", false),
+            ("!missing", true),
+            ("gen>4", true),
+            ("gen<5", false),
+            ("kata>1", false),
+            ("missing<9", false),
+            ("zone in ()", true),
+            ("kata=true,gen>9", false),
+        ] {
+            let reqs = parse_selector(selector).unwrap();
+            assert_eq!(reqs.iter().all(|r| r.matches(&node)), want, "{selector}");
         }
     }
 

@@ -431,6 +431,30 @@ where
     Ok(Scan::Completed)
 }
 
+/// Parses the host's `get_resource` answer for one `v1` Node.
+pub fn parse_node<'de>(bytes: &'de [u8], keep: Keep<'_>) -> Result<Node<'de>, String> {
+    let invalid = |why: String| format!("the node from the cluster is not a valid Node: {why}");
+    if !starts_as_object(bytes) {
+        return Err(invalid("not a JSON object".into()));
+    }
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(borrow, default)]
+        kind: Option<Str<'a>>,
+    }
+    let kind: Kind = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+    if let Some(kind) = kind.kind.filter(|k| k.as_str() != "Node") {
+        return Err(invalid(format!("kind is {:?}", kind.as_str())));
+    }
+    let mut c = Cursor::new(bytes);
+    let mut node = Node::default();
+    read_node(&mut c, keep, &mut node).map_err(invalid)?;
+    if !c.at_end() {
+        return c.error("trailing characters").map_err(invalid);
+    }
+    Ok(node)
+}
+
 /// Reads one node into `node`, reusing its buffers.
 fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> Result<(), String> {
     let mut has_metadata = false;
@@ -721,6 +745,26 @@ mod tests {
         assert_eq!(seen[0].get("a"), None, "not kept");
         // A non-string value is an error only where a label is read.
         assert!(parse_node_list(json).is_err());
+    }
+
+    #[test]
+    fn reads_a_single_node() {
+        let json =
+            br#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"w1","labels":{"a":"1"}},
+            "spec":{"unschedulable":true},"status":{"allocatable":{"cpu":"4"}}}"#;
+        let node = parse_node(json, Keep::ALL).unwrap();
+        assert_eq!(node.name(), "w1");
+        assert_eq!(node.metadata.labels.get("a"), Some("1"));
+        assert!(node.spec.unschedulable && node.allocatable.listed());
+        for bad in [
+            &br#"{"kind":"Pod","metadata":{"name":"p"}}"#[..],
+            br#"{"kind":"Node"}"#,
+            br#"{"metadata":{"name":"w1"}} x"#,
+            b"[]",
+        ] {
+            let err = parse_node(bad, Keep::ALL).unwrap_err();
+            assert!(err.contains("not a valid Node"), "{err}");
+        }
     }
 
     #[test]

@@ -460,12 +460,66 @@ struct Fake {
     nodes: Vec<u8>,
 }
 
+/// A cluster of `nodes` as the host shows it: the list applies the label
+/// selector (as the API server does), a read by name finds any node.
+struct Selecting {
+    nodes: Vec<Value>,
+    selector: &'static str,
+}
+
+impl Selecting {
+    fn is_kata(&self, node: &Value) -> bool {
+        kata_runtime_policy::labels::parse_selector(self.selector)
+            .unwrap()
+            .iter()
+            .all(|r| r.matches(|k| node["metadata"]["labels"].get(k).and_then(Value::as_str)))
+    }
+
+    fn list(&self) -> Vec<u8> {
+        let kata: Vec<&Value> = self.nodes.iter().filter(|n| self.is_kata(n)).collect();
+        json!({"kind": "NodeList", "items": kata})
+            .to_string()
+            .into_bytes()
+    }
+}
+
+impl Cluster for Selecting {
+    fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
+    }
+    fn kata_nodes(&self, _: Option<&str>) -> Result<Vec<u8>, LookupError> {
+        Ok(self.list())
+    }
+    fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        Ok(self
+            .nodes
+            .iter()
+            .find(|n| n["metadata"]["name"] == name)
+            .map(|n| n.to_string().into_bytes()))
+    }
+    fn may_on_nodes(&self, _: &Subject, _: &str) -> Result<Access, LookupError> {
+        Ok(Access {
+            allowed: true,
+            reason: None,
+        })
+    }
+}
+
 impl Cluster for Fake {
     fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
     }
     fn kata_nodes(&self, _: Option<&str>) -> Result<Vec<u8>, LookupError> {
         Ok(self.nodes.clone())
+    }
+    fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        let list: Value = serde_json::from_slice(&self.nodes).unwrap();
+        Ok(list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|n| n["metadata"]["name"] == name)
+            .map(|n| n.to_string().into_bytes()))
     }
     fn may_on_nodes(&self, _: &Subject, _: &str) -> Result<Access, LookupError> {
         Ok(Access {
@@ -604,6 +658,35 @@ proptest! {
         if !matches!(before, Decision::Mutate { .. }) {
             prop_assert!(!matches!(after, Decision::Mutate { .. }), "{:?} then {:?}", before, after);
         }
+    }
+
+    /// A pod pinned to named nodes reads them by name; the decision must be
+    /// the one the list would give (the list path's own search, over the
+    /// nodes the selector keeps).
+    #[test]
+    fn pinned_pods_decide_as_the_list_would(
+        spec in pod_spec(), nodes in nodes(), pin in pick(&["n0", "n1", "n5", "gone"]), by_name in any::<bool>(),
+    ) {
+        let mut spec = spec;
+        if by_name {
+            spec["nodeName"] = json!(pin);
+        } else {
+            spec.as_object_mut().unwrap().remove("nodeName");
+            spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [pin]}]}]}}});
+        }
+        let cluster = Selecting { nodes, selector: "katacontainers.io/kata-runtime" };
+        let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE", "object": pod(spec.clone())},
+            "settings": {"kataNodeSelector": "katacontainers.io/kata-runtime"}});
+        let named = decide_payload(payload.to_string().as_bytes(), &cluster);
+        let list = cluster.list();
+        let listed = constraints(&spec).find_feasible(&list);
+        prop_assert_eq!(
+            matches!(named, Decision::Mutate { .. }),
+            matches!(listed, Ok(kata_runtime_policy::scheduling::Feasibility::Fits)),
+            "named {:?}, listed {:?}", named, listed
+        );
     }
 
     #[test]

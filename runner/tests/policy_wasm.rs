@@ -108,17 +108,33 @@ fn the_seed_case_and_plain_pods() {
 fn pinned_and_bound_pods() {
     let p = policy();
     assert_only_runtime_class_added(
-        &run(&p, "pod-daemonset.json", "kata-workers.yml", json!({})),
+        &run(&p, "pod-daemonset.json", "node-worker-2.yml", json!({})),
         "kata",
     );
-    assert_unchanged(&run(
+    let master = run(
         &p,
         "pod-daemonset-master.json",
-        "kata-workers.yml",
+        "node-master.yml",
         json!({}),
-    ));
+    );
+    assert_unchanged(&master);
+    assert!(
+        warning(&master).contains("\"master\" is not a kata node"),
+        "{master:?}"
+    );
+    let missing = run(
+        &p,
+        "pod-node-name-missing.json",
+        "node-missing.yml",
+        json!({}),
+    );
+    assert_unchanged(&missing);
+    assert!(
+        warning(&missing).ends_with("\"worker-9\" does not exist"),
+        "{missing:?}"
+    );
     assert_only_runtime_class_added(
-        &run(&p, "pod-node-name.json", "kata-workers.yml", json!({})),
+        &run(&p, "pod-node-name.json", "node-worker-1.yml", json!({})),
         "kata",
     );
 }

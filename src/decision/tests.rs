@@ -11,6 +11,8 @@ use crate::cluster::{Access, Subject};
 struct FakeCluster {
     runtime_class: Result<Option<Value>, LookupError>,
     nodes: Result<Vec<u8>, LookupError>,
+    /// Nodes outside the kata list (what a GET by name also finds).
+    all_nodes: Vec<Value>,
     /// Verbs on nodes that `can_i` denies.
     denied: Vec<&'static str>,
     /// When set, `can_i` fails with it.
@@ -27,6 +29,7 @@ impl FakeCluster {
                     .to_string()
                     .into_bytes(),
             ),
+            all_nodes: Vec::new(),
             denied: Vec::new(),
             access_error: None,
             queries: RefCell::default(),
@@ -52,6 +55,17 @@ impl Cluster for FakeCluster {
             .borrow_mut()
             .push(format!("Nodes {selector:?}"));
         self.nodes.clone()
+    }
+    fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        self.queries.borrow_mut().push(format!("Node {name}"));
+        let list: Value =
+            serde_json::from_slice(self.nodes.as_ref().map_err(Clone::clone)?).unwrap();
+        Ok(self
+            .all_nodes
+            .iter()
+            .chain(list["items"].as_array().into_iter().flatten())
+            .find(|n| n["metadata"]["name"] == name)
+            .map(|n| n.to_string().into_bytes()))
     }
     fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError> {
         self.queries.borrow_mut().push(format!(
@@ -304,7 +318,12 @@ fn one_stable_query_per_settings() {
     }
     let queries = cluster.queries.borrow();
     let node_queries: Vec<_> = queries.iter().filter(|q| q.starts_with("Nodes")).collect();
-    assert_eq!(node_queries.len(), 3);
+    // The pod bound by nodeName reads its node by name instead.
+    assert_eq!(node_queries.len(), 2);
+    assert!(
+        queries.contains(&"Node worker-2".to_string()),
+        "{queries:?}"
+    );
     assert!(
         node_queries
             .iter()
@@ -506,12 +525,27 @@ fn daemonset_pods_are_pinned_by_match_fields() {
         decide_payload(&pod_request(pinned_to("worker-2")), &seed_cluster()),
         Decision::Mutate { .. }
     ));
+    let mut cluster = seed_cluster();
+    cluster.all_nodes = vec![master()];
     assert_eq!(
-        leave_text(&decide_payload(
-            &pod_request(pinned_to("master")),
-            &seed_cluster()
-        )),
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+        leave_text(&decide_payload(&pod_request(pinned_to("master")), &cluster)),
+        "kata runtime not assigned: the pod can only run on node \"master\" (required node affinity on metadata.name): \
+         \"master\" is not a kata node (it does not match kataNodeSelector \"katacontainers.io/kata-runtime=true\")"
+    );
+    assert_eq!(
+        leave_text(&decide_payload(&pod_request(pinned_to("gone")), &cluster)),
+        "kata runtime not assigned: the pod can only run on node \"gone\" (required node affinity on metadata.name): \
+         \"gone\" does not exist"
+    );
+    // Read by name: no access question, no list.
+    assert_eq!(
+        *cluster.queries.borrow(),
+        [
+            "RuntimeClass kata",
+            "Node master",
+            "RuntimeClass kata",
+            "Node gone"
+        ]
     );
 }
 
@@ -522,9 +556,12 @@ fn node_name_pods_are_judged_on_their_node_only() {
         decide_payload(&bound("worker-1"), &seed_cluster()),
         Decision::Mutate { .. }
     ));
+    let mut cluster = seed_cluster();
+    cluster.all_nodes = vec![master()];
     assert_eq!(
-        leave_text(&decide_payload(&bound("master"), &seed_cluster())),
-        "kata runtime not assigned: the pod is bound to node \"master\" (spec.nodeName), which is not a kata node"
+        leave_text(&decide_payload(&bound("master"), &cluster)),
+        "kata runtime not assigned: the pod is bound to node \"master\" (spec.nodeName): \
+         \"master\" is not a kata node (it does not match kataNodeSelector \"katacontainers.io/kata-runtime=true\")"
     );
     // Bound to a kata node that fails for another reason: the scheduler-style diagnosis.
     let wrong_zone = pod_request(
@@ -532,8 +569,7 @@ fn node_name_pods_are_judged_on_their_node_only() {
     );
     assert_eq!(
         leave_text(&decide_payload(&wrong_zone, &seed_cluster())),
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, \
-         1 node(s) didn't match the requested node name"
+        "kata runtime not assigned: 0/1 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector"
     );
     // A cordoned kata node with a NoSchedule taint still admits a bound pod.
     let mut cordoned = worker("worker-1");
@@ -763,8 +799,7 @@ fn a_bound_pod_is_checked_on_its_node_like_the_kubelet_does() {
     let big = json!({"containers": [{"name": "c", "resources": {"requests": {"memory": "128Gi"}}}], "nodeName": "w1"});
     assert_eq!(
         leave_text(&decide_payload(&pod_request(big), &cluster)),
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 Insufficient memory, \
-         1 node(s) didn't match the requested node name"
+        "kata runtime not assigned: 0/1 kata nodes can run this pod: 1 Insufficient memory"
     );
     // The kubelet drops extended resources its node does not list at all
     // (`removeMissingExtendedResources`): it runs this pod on w1.

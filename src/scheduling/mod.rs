@@ -115,6 +115,9 @@ impl<'n> Unfit<'n> {
     }
 }
 
+/// Beyond this many pinned names, one list costs less than the reads.
+pub const MAX_PINNED: usize = 8;
+
 /// The effective scheduling constraints of a pod, compiled once and then
 /// tested against every kata node.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +151,23 @@ impl Constraints {
         };
         c.update_keys();
         c
+    }
+
+    /// The nodes the pod can only ever run on, when it names at most
+    /// [`MAX_PINNED`] of them: `spec.nodeName`, or required node affinity
+    /// whose every term pins `metadata.name` (DaemonSet pods). Those are read
+    /// by name instead of listing every kata node.
+    pub fn pinned_nodes(&self) -> Option<Vec<String>> {
+        let names = match &self.node_name {
+            Some(name) => vec![name.clone()],
+            None => self.affinity.pinned_names()?,
+        };
+        (!names.is_empty() && names.len() <= MAX_PINNED).then_some(names)
+    }
+
+    /// The pod's `spec.nodeName`, if set.
+    pub fn node_name(&self) -> Option<&str> {
+        self.node_name.as_deref()
     }
 
     /// Adds the static NodeResourcesFit check of the pod's total requests.

@@ -190,6 +190,29 @@ impl RequiredNodeAffinity {
         keys
     }
 
+    /// The node names the required affinity pins the pod to, when every
+    /// term pins it with `matchFields metadata.name In` (the DaemonSet
+    /// shape): no other node can match. `None` when some node outside a
+    /// name list could match (or there are no terms to say).
+    pub fn pinned_names(&self) -> Option<Vec<String>> {
+        let terms = self.terms.as_ref()?;
+        if terms.is_empty() {
+            return None;
+        }
+        let mut names: Vec<String> = terms
+            .iter()
+            .map(|t| {
+                t.fields
+                    .iter()
+                    .find(|f| f.is_name && f.equal)
+                    .map(|f| f.value.clone())
+            })
+            .collect::<Option<_>>()?;
+        names.sort();
+        names.dedup();
+        Some(names)
+    }
+
     /// Whether the node passes the NodeAffinity filter.
     pub fn matches(&self, node: &Node) -> bool {
         self.node_selector

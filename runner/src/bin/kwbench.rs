@@ -84,6 +84,31 @@ enum Calls {
     None,
     RuntimeClassAndNodes,
     NodesOnly,
+    /// The RuntimeClass, then the middle node read by name (pinned pods).
+    RuntimeClassAndMiddleNode,
+}
+
+/// What the host answers from, for one cluster size.
+struct Answers<'a> {
+    /// The masked NodeList.
+    nodes: &'a str,
+    /// The middle node, by name, and its masked JSON.
+    middle: (&'a str, &'a str),
+}
+
+fn node_request(name: &str) -> CallbackRequest {
+    CallbackRequest::KubernetesGetResource {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        name: name.into(),
+        namespace: None,
+        disable_cache: false,
+        field_masks: Some(
+            ["spec.taints", "spec.unschedulable", "status.allocatable"]
+                .map(String::from)
+                .into(),
+        ),
+    }
 }
 
 struct Case {
@@ -145,18 +170,18 @@ fn cases(size: usize) -> Vec<Case> {
         },
         Case {
             id: "d",
-            what: "DaemonSet pod pinned by matchFields (middle node)",
+            what: "DaemonSet pod pinned by matchFields (middle node, read by name)",
             pod_spec: json!({"containers": containers(), "tolerations": tolerate_all,
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms":
                     [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [middle]}]}]}}}}),
-            calls: Calls::RuntimeClassAndNodes,
+            calls: Calls::RuntimeClassAndMiddleNode,
             expect: "mutated",
         },
         Case {
             id: "e",
-            what: "bound by nodeName (middle node)",
+            what: "bound by nodeName (middle node, read by name)",
             pod_spec: json!({"containers": containers(), "nodeName": middle, "tolerations": tolerate_all}),
-            calls: Calls::RuntimeClassAndNodes,
+            calls: Calls::RuntimeClassAndMiddleNode,
             expect: "mutated",
         },
     ]
@@ -175,7 +200,8 @@ fn validate_payload(pod_spec: &Value) -> Vec<u8> {
     serde_json::to_vec(&json!({"request": request, "settings": {}})).unwrap_or_default()
 }
 
-fn session(calls: Calls, nodes: &str) -> Session {
+fn session(calls: Calls, answers: &Answers) -> Session {
+    let nodes = answers.nodes;
     let success = |payload: &str| Response::Success {
         payload: payload.to_string(),
     };
@@ -203,6 +229,16 @@ fn session(calls: Calls, nodes: &str) -> Session {
             request: nodes_request(),
             response: success(nodes),
         }],
+        Calls::RuntimeClassAndMiddleNode => vec![
+            Exchange {
+                request: runtime_class_request(),
+                response: success(RUNTIME_CLASS),
+            },
+            Exchange {
+                request: node_request(answers.middle.0),
+                response: success(answers.middle.1),
+            },
+        ],
     };
     Session::from_exchanges(exchanges)
 }
@@ -222,17 +258,17 @@ fn measure(
     op: &str,
     payload: &[u8],
     calls: Calls,
-    nodes: &str,
+    answers: &Answers,
     budget: Duration,
 ) -> Result<(Stats, Vec<u8>)> {
     let mut last = Vec::new();
     for _ in 0..3 {
-        last = policy.call_raw(op, payload, session(calls, nodes))?;
+        last = policy.call_raw(op, payload, session(calls, answers))?;
     }
     let mut times = Vec::new();
     let started = Instant::now();
     while times.len() < 15 || (started.elapsed() < budget && times.len() < 400) {
-        let s = session(calls, nodes);
+        let s = session(calls, answers);
         let t = Instant::now();
         last = policy.call_raw(op, payload, s)?;
         times.push(t.elapsed());
@@ -307,6 +343,21 @@ fn main() -> Result<()> {
     for &size in &sizes {
         let masked = clustergen::node_list(size, true, SEED);
         let unmasked = clustergen::node_list(size, false, SEED);
+        let middle_name = clustergen::node_name(size / 2);
+        let list: Value = serde_json::from_str(&masked)?;
+        let middle_json = list["items"]
+            .as_array()
+            .and_then(|items| items.get(size / 2))
+            .context("the middle node")?
+            .to_string();
+        let answers = Answers {
+            nodes: &masked,
+            middle: (&middle_name, &middle_json),
+        };
+        let unmasked_answers = Answers {
+            nodes: &unmasked,
+            middle: answers.middle,
+        };
         let floor_payload = validate_payload(&json!({"containers": containers()}));
         let policy = Policy::from_bytes(&guest)?;
         let (floor, _) = measure(
@@ -314,7 +365,7 @@ fn main() -> Result<()> {
             "bench_floor",
             &floor_payload,
             Calls::NodesOnly,
-            &masked,
+            &answers,
             budget,
         )?;
         let policy = Policy::from_bytes(&guest)?;
@@ -323,7 +374,7 @@ fn main() -> Result<()> {
             "bench_transfer",
             &floor_payload,
             Calls::NodesOnly,
-            &masked,
+            &answers,
             budget,
         )?;
         let policy = Policy::from_bytes(&guest)?;
@@ -332,7 +383,7 @@ fn main() -> Result<()> {
             "bench_floor",
             &floor_payload,
             Calls::NodesOnly,
-            &unmasked,
+            &unmasked_answers,
             budget,
         )?;
         println!(
@@ -358,7 +409,7 @@ fn main() -> Result<()> {
             let policy = Policy::from_bytes(&guest)?;
             let payload = validate_payload(&case.pod_spec);
             let (stats, response) =
-                measure(&policy, "validate", &payload, case.calls, &masked, budget)?;
+                measure(&policy, "validate", &payload, case.calls, &answers, budget)?;
             let response: Value = serde_json::from_slice(&response)?;
             let decision = response["audit_annotations"]["decision"]
                 .as_str()
