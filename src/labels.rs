@@ -404,7 +404,7 @@ mod tests {
             ("kata=true,gen>9", false),
         ] {
             let reqs = parse_selector(selector).unwrap();
-            assert_eq!(reqs.iter().all(|r| r.matches(&node)), want, "{selector}");
+            assert_eq!(reqs.iter().all(|r| r.matches(node)), want, "{selector}");
         }
     }
 
