@@ -19,13 +19,17 @@ const PLAIN: &str = r#"{"request":{"uid":"1","kind":{"group":"","version":"v1","
 /// overhead, requests (a sidecar, a GPU limit) and topology spread, with "reject" outcomes and a selector-less settings.
 const RICH: &str = r#"{"request":{"uid":"2","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-"},"spec":{"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"500m","memory":"1Gi"},"limits":{"nvidia.com/gpu":"1"}}}],"initContainers":[{"name":"s","image":"envoy","restartPolicy":"Always","resources":{"requests":{"cpu":"100m","hugepages-2Mi":"2Mi"}}}],"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule"}],"nodeSelector":{"kubernetes.io/os":"linux"},"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a","b"]},{"key":"cores","operator":"Gt","values":["4"]},{"key":"cores","operator":"Lt","values":["64"]},{"key":"gpu","operator":"DoesNotExist"},{"key":"kubernetes.io/hostname","operator":"Exists"},{"key":"zone","operator":"NotIn","values":["c"]}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["worker-2"]}]}]}}},"tolerations":[{"key":"kata.example.com/dedicated","operator":"Equal","value":"true","effect":"NoSchedule"},{"operator":"Exists","effect":"NoExecute"}],"overhead":{"cpu":"250m","memory":"160Mi"}}}},"settings":{"kataNodeSelector":"","noFeasibleNode":"reject","lookupFailure":"reject"}}"#;
 
+/// A pod bound by nodeName: its node is read by name, so the fuzzed node
+/// answer goes through the single-node reader.
+const BOUND: &str = r#"{"request":{"uid":"3","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"nodeName":"worker-1","containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"1","example.com/dongle":"1"}}}]}}},"settings":{}}"#;
+
 fuzz_target!(|data: &[u8]| {
     let (runtime_class, nodes) = split_at_nul(data);
     let cluster = FakeCluster {
         runtime_class,
         nodes,
     };
-    for payload in [PLAIN, RICH] {
+    for payload in [PLAIN, RICH, BOUND] {
         check_response(
             &render(decide_payload(payload.as_bytes(), &cluster)),
             &[runtime_class, nodes],

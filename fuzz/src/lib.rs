@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use kata_runtime_policy::cluster::{Cluster, LookupError, Access, Subject};
+use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Subject};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -38,6 +38,12 @@ impl Cluster for FakeCluster<'_> {
 
     fn kata_nodes(&self, _label_selector: Option<&str>) -> Result<Vec<u8>, LookupError> {
         Ok(self.nodes.to_vec())
+    }
+
+    /// A read by name answers the fuzzed node bytes themselves, so that
+    /// pinned pods drive the single-node reader with them.
+    fn node(&self, _name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        Ok(Some(self.nodes.to_vec()))
     }
 
     fn may_on_nodes(&self, _subject: &Subject, _verb: &str) -> Result<Access, LookupError> {
