@@ -96,6 +96,15 @@ pub enum Response {
     Success { payload: String },
     /// The host failed (e.g. the API server said "Forbidden").
     Error { message: String },
+    /// Answered the way policy-server answers from its watch cache: on
+    /// every call the cached objects are cloned and serialized, a NodeList
+    /// when `list`, else the one object. For `make bench`'s cost model; never
+    /// read from or written to a session file.
+    #[serde(skip)]
+    Serialized {
+        objects: std::sync::Arc<Vec<serde_json::Value>>,
+        list: bool,
+    },
 }
 
 /// One request/response pair of a session.
@@ -248,6 +257,17 @@ impl Session {
         match exchange.response {
             Response::Success { payload } => Ok(payload.into_bytes()),
             Response::Error { message } => Err(ReplayError::Recorded(message)),
+            Response::Serialized { objects, list } => {
+                let objects: Vec<serde_json::Value> = objects.as_ref().clone();
+                let answer = if list {
+                    serde_json::to_vec(&serde_json::json!({
+                        "apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": objects,
+                    }))
+                } else {
+                    serde_json::to_vec(&objects.first())
+                };
+                answer.map_err(|e| ReplayError::Recorded(e.to_string()))
+            }
         }
     }
 }

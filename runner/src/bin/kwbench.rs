@@ -10,6 +10,7 @@
 //! Usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100,1000,10000]
 //!                [--seconds S per case] [--cases 0,a,b,c,f,d,e]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -94,6 +95,9 @@ struct Answers<'a> {
     nodes: &'a str,
     /// The middle node, by name, and its masked JSON.
     middle: (&'a str, &'a str),
+    /// The policy-server cost model: the same objects, parsed once, cloned
+    /// and serialized on every call (list, middle node).
+    model: Option<(Arc<Vec<Value>>, Arc<Vec<Value>>)>,
 }
 
 fn node_request(name: &str) -> CallbackRequest {
@@ -178,6 +182,16 @@ fn cases(size: usize) -> Vec<Case> {
             expect: "mutated",
         },
         Case {
+            id: "g",
+            what: "DaemonSet-like pod pinned to 9 nodes from the middle on (over the cap of 8: lists)",
+            pod_spec: json!({"containers": containers(), "tolerations": tolerate_all,
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms":
+                    (0..9).map(|k| json!({"matchFields": [{"key": "metadata.name", "operator": "In",
+                        "values": [clustergen::node_name(size / 2 + k)]}]})).collect::<Vec<_>>()}}}}),
+            calls: Calls::RuntimeClassAndNodes,
+            expect: "mutated",
+        },
+        Case {
             id: "e",
             what: "bound by nodeName (middle node, read by name)",
             pod_spec: json!({"containers": containers(), "nodeName": middle, "tolerations": tolerate_all}),
@@ -202,6 +216,24 @@ fn validate_payload(pod_spec: &Value) -> Vec<u8> {
 
 fn session(calls: Calls, answers: &Answers) -> Session {
     let nodes = answers.nodes;
+    let list_answer = || match &answers.model {
+        Some((list, _)) => Response::Serialized {
+            objects: list.clone(),
+            list: true,
+        },
+        None => Response::Success {
+            payload: nodes.to_string(),
+        },
+    };
+    let middle_answer = || match &answers.model {
+        Some((_, middle)) => Response::Serialized {
+            objects: middle.clone(),
+            list: false,
+        },
+        None => Response::Success {
+            payload: answers.middle.1.to_string(),
+        },
+    };
     let success = |payload: &str| Response::Success {
         payload: payload.to_string(),
     };
@@ -222,12 +254,12 @@ fn session(calls: Calls, answers: &Answers) -> Session {
             },
             Exchange {
                 request: nodes_request(),
-                response: success(nodes),
+                response: list_answer(),
             },
         ],
         Calls::NodesOnly => vec![Exchange {
             request: nodes_request(),
-            response: success(nodes),
+            response: list_answer(),
         }],
         Calls::RuntimeClassAndMiddleNode => vec![
             Exchange {
@@ -236,7 +268,7 @@ fn session(calls: Calls, answers: &Answers) -> Session {
             },
             Exchange {
                 request: node_request(answers.middle.0),
-                response: success(answers.middle.1),
+                response: middle_answer(),
             },
         ],
     };
@@ -340,6 +372,7 @@ fn main() -> Result<()> {
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|");
     let mut summary = Vec::new();
+    let mut model_summary: Vec<(usize, &str, Duration, Duration)> = Vec::new();
     for &size in &sizes {
         let masked = clustergen::node_list(size, true, SEED);
         let unmasked = clustergen::node_list(size, false, SEED);
@@ -353,10 +386,12 @@ fn main() -> Result<()> {
         let answers = Answers {
             nodes: &masked,
             middle: (&middle_name, &middle_json),
+            model: None,
         };
         let unmasked_answers = Answers {
             nodes: &unmasked,
             middle: answers.middle,
+            model: None,
         };
         let floor_payload = validate_payload(&json!({"containers": containers()}));
         let policy = Policy::from_bytes(&guest)?;
@@ -451,6 +486,53 @@ fn main() -> Result<()> {
             unmasked.len(),
             unmasked.len() as f64 / masked.len() as f64
         );
+
+        // The same cases with policy-server's host cost: the cached objects
+        // cloned and the answer serialized on every call, inside the timing.
+        let items: Vec<Value> = list["items"].as_array().cloned().unwrap_or_default();
+        let middle_item = items.get(size / 2).cloned().into_iter().collect();
+        let modelled = Answers {
+            model: Some((Arc::new(items), Arc::new(middle_item))),
+            ..answers
+        };
+        let policy = Policy::from_bytes(&guest)?;
+        let (model_floor, _) = measure(
+            &policy,
+            "bench_floor",
+            &floor_payload,
+            Calls::NodesOnly,
+            &modelled,
+            budget,
+        )?;
+        println!(
+            "| {size} | [policy-server model] floor: same query, answer only validated as JSON | {:.0} | {:.0}–{:.0} | {} | 1.00 | | |",
+            us(model_floor.median),
+            us(model_floor.p10),
+            us(model_floor.p90),
+            model_floor.runs
+        );
+        let mut skip = None;
+        for case in cases(size)
+            .into_iter()
+            .filter(|c| only.as_ref().is_none_or(|o| o.iter().any(|id| id == c.id)))
+        {
+            let policy = Policy::from_bytes(&guest)?;
+            let payload = validate_payload(&case.pod_spec);
+            let (stats, _) = measure(&policy, "validate", &payload, case.calls, &modelled, budget)?;
+            let skip_median = *skip.get_or_insert(stats.median);
+            println!(
+                "| {size} | [policy-server model] ({}) {} | {:.0} | {:.0}–{:.0} | {} | {:.2} | {:.1} | |",
+                case.id,
+                case.what,
+                us(stats.median),
+                us(stats.p10),
+                us(stats.p90),
+                stats.runs,
+                stats.median.as_secs_f64() / model_floor.median.as_secs_f64(),
+                stats.median.as_secs_f64() / skip_median.as_secs_f64(),
+            );
+            model_summary.push((size, case.id, stats.median, model_floor.median));
+        }
     }
 
     let find = |size: usize, id: &str| summary.iter().find(|s| s.0 == size && s.1 == id);
@@ -492,6 +574,46 @@ fn main() -> Result<()> {
                 payload + 4.0
             );
         }
+    }
+    let model = |size: usize, id: &str| {
+        model_summary
+            .iter()
+            .find(|s| s.0 == size && s.1 == id)
+            .map(|s| (s.2, s.3))
+    };
+    println!();
+    println!("Under the policy-server cost model:");
+    for size in [1_000, 10_000] {
+        for id in ["c", "f"] {
+            if let Some((t, floor)) = model(size, id) {
+                println!(
+                    "- ({id}) / floor at {size} nodes: {:.2} (target ≤ 1.1); {:.1} ms",
+                    t.as_secs_f64() / floor.as_secs_f64(),
+                    t.as_secs_f64() * 1e3
+                );
+            }
+        }
+    }
+    for id in ["d", "e"] {
+        if let (Some((t, _)), Some((z, _))) = (model(10_000, id), model(10_000, "0")) {
+            println!(
+                "- ({id}) / skip (0) at 10000 nodes: {:.2} (target ≤ 3)",
+                t.as_secs_f64() / z.as_secs_f64()
+            );
+        }
+        if let (Some((big, _)), Some((small, _))) = (model(10_000, id), model(10, id)) {
+            println!(
+                "- ({id}) at 10000 / at 10 nodes: {:.2} (target ≤ 2)",
+                big.as_secs_f64() / small.as_secs_f64()
+            );
+        }
+    }
+    if let (Some((listed, _)), Some((named, _))) = (model(1_000, "g"), model(1_000, "d")) {
+        println!(
+            "- a DaemonSet rollout over 1000 kata nodes (1000 pinned pods): {:.2} s of host + guest time when each lists (g), {:.3} s when each reads its node (d)",
+            listed.as_secs_f64() * 1e3,
+            named.as_secs_f64() * 1e3
+        );
     }
     if let Some(shipped) = positional.get(1) {
         let bytes = std::fs::read(shipped).with_context(|| format!("read {shipped}"))?;
