@@ -97,8 +97,11 @@ struct Answers<'a> {
     middle: (&'a str, &'a str),
     /// The policy-server cost model: the same objects, parsed once, cloned
     /// and serialized on every call (list, middle node).
-    model: Option<(Arc<Vec<Value>>, Arc<Vec<Value>>)>,
+    model: Option<(Objects, Objects)>,
 }
+
+/// Parsed Nodes, shared by every session of a run.
+type Objects = Arc<Vec<Value>>;
 
 fn node_request(name: &str) -> CallbackRequest {
     CallbackRequest::KubernetesGetResource {
