@@ -24,8 +24,8 @@ pub(super) fn decide(
     names: &[String],
 ) -> Decision {
     let class = settings.runtime_class_name.as_str();
-    // Validated with the settings; an unparsable one would select nothing.
-    let selector = labels::parse_selector(&settings.kata_node_selector).unwrap_or_default();
+    // Validated with the settings; were it not, it would select no node.
+    let selector = labels::parse_selector(&settings.kata_node_selector);
     let mut answers = Vec::with_capacity(names.len());
     for name in names {
         match cluster.node(name) {
@@ -44,10 +44,12 @@ pub(super) fn decide(
             Ok(node) => node,
             Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
         };
-        if !selector
-            .iter()
-            .all(|r| r.matches(|key| node.metadata.labels.get(key)))
-        {
+        let is_kata = selector.as_ref().is_ok_and(|requirements| {
+            requirements
+                .iter()
+                .all(|r| r.matches(|key| node.metadata.labels.get(key)))
+        });
+        if !is_kata {
             absent.push(format!(
                 "{name:?} is not a kata node (it does not match kataNodeSelector {:?})",
                 settings.kata_node_selector
