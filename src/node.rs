@@ -58,19 +58,6 @@ pub enum KeyFilter<'k> {
     Only(&'k [String]),
 }
 
-/// What a node scan keeps besides the fixed fields: the labels that the
-/// pod's constraints read.
-#[derive(Debug, Clone, Copy)]
-pub struct Keep<'k> {
-    pub labels: KeyFilter<'k>,
-}
-
-impl Keep<'_> {
-    pub const ALL: Keep<'static> = Keep {
-        labels: KeyFilter::All,
-    };
-}
-
 impl KeyFilter<'_> {
     fn keeps(&self, key: &str) -> bool {
         self.keeps_bytes(key.as_bytes())
@@ -240,8 +227,8 @@ pub struct Node<'a> {
     pub allocatable: Allocatable<'a>,
 }
 
-/// Reads one Node, keeping what `Keep` names.
-struct NodeSeed<'k>(Keep<'k>);
+/// Reads one Node, keeping the labels `KeyFilter` names.
+struct NodeSeed<'k>(KeyFilter<'k>);
 
 impl<'de, 'k> DeserializeSeed<'de> for NodeSeed<'k> {
     type Value = Node<'de>;
@@ -261,7 +248,7 @@ impl<'de, 'k> Visitor<'de> for NodeSeed<'k> {
         let mut status = None;
         while let Some(key) = map.next_key::<Str<'de>>()? {
             match key.as_str() {
-                "metadata" => metadata = Some(map.next_value_seed(MetaSeed(self.0.labels))?),
+                "metadata" => metadata = Some(map.next_value_seed(MetaSeed(self.0))?),
                 "spec" => {
                     spec = map
                         .next_value::<Option<NodeSpec<'de>>>()?
@@ -346,7 +333,7 @@ impl<'de> Visitor<'de> for StatusSeed {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Node<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        NodeSeed(Keep::ALL).deserialize(d)
+        NodeSeed(KeyFilter::All).deserialize(d)
     }
 }
 
@@ -381,7 +368,7 @@ const STOP: &str = "scan stopped by the visitor";
 /// serde: the node list is the one bulk read of every admission.
 pub fn scan_node_list<'de, F>(
     bytes: &'de [u8],
-    keep: Keep<'_>,
+    labels: KeyFilter<'_>,
     mut visit: F,
 ) -> Result<Scan, String>
 where
@@ -407,7 +394,7 @@ where
                 // capacity, so the scan allocates nothing per node.
                 let mut node = Node::default();
                 let complete = c.array(|c| {
-                    read_node(c, keep, &mut node)?;
+                    read_node(c, labels, &mut node)?;
                     Ok(visit(&node).is_continue())
                 })?;
                 if !complete {
@@ -432,7 +419,7 @@ where
 }
 
 /// Parses the host's `get_resource` answer for one `v1` Node.
-pub fn parse_node<'de>(bytes: &'de [u8], keep: Keep<'_>) -> Result<Node<'de>, String> {
+pub fn parse_node<'de>(bytes: &'de [u8], labels: KeyFilter<'_>) -> Result<Node<'de>, String> {
     let invalid = |why: String| format!("the node from the cluster is not a valid Node: {why}");
     if !starts_as_object(bytes) {
         return Err(invalid("not a JSON object".into()));
@@ -448,7 +435,7 @@ pub fn parse_node<'de>(bytes: &'de [u8], keep: Keep<'_>) -> Result<Node<'de>, St
     }
     let mut c = Cursor::new(bytes);
     let mut node = Node::default();
-    read_node(&mut c, keep, &mut node).map_err(invalid)?;
+    read_node(&mut c, labels, &mut node).map_err(invalid)?;
     if !c.at_end() {
         return c.error("trailing characters").map_err(invalid);
     }
@@ -456,7 +443,11 @@ pub fn parse_node<'de>(bytes: &'de [u8], keep: Keep<'_>) -> Result<Node<'de>, St
 }
 
 /// Reads one node into `node`, reusing its buffers.
-fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> Result<(), String> {
+fn read_node<'de>(
+    c: &mut Cursor<'de>,
+    labels: KeyFilter<'_>,
+    node: &mut Node<'de>,
+) -> Result<(), String> {
     let mut has_metadata = false;
     node.spec.taints.clear();
     node.spec.unschedulable = false;
@@ -464,7 +455,7 @@ fn read_node<'de>(c: &mut Cursor<'de>, keep: Keep<'_>, node: &mut Node<'de>) -> 
     c.object(|c, key| {
         match key.as_bytes() {
             b"metadata" => {
-                read_meta(c, keep.labels, &mut node.metadata)?;
+                read_meta(c, labels, &mut node.metadata)?;
                 has_metadata = true;
             }
             b"status" => {
@@ -570,7 +561,11 @@ fn read_taint<'de>(c: &mut Cursor<'de>) -> Result<Taint<'de>, String> {
 
 /// The same scan through serde, kept as the oracle of a differential test.
 #[cfg(test)]
-pub fn scan_with_serde<'de, F>(bytes: &'de [u8], keep: Keep<'_>, visit: F) -> Result<Scan, String>
+pub fn scan_with_serde<'de, F>(
+    bytes: &'de [u8],
+    labels: KeyFilter<'_>,
+    visit: F,
+) -> Result<Scan, String>
 where
     F: FnMut(&Node<'de>) -> ControlFlow<()>,
 {
@@ -581,7 +576,7 @@ where
     }
     let mut list = ListVisitor {
         visit,
-        keep,
+        labels,
         stopped: false,
     };
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -598,7 +593,7 @@ where
 #[cfg(test)]
 struct ListVisitor<'k, F> {
     visit: F,
-    keep: Keep<'k>,
+    labels: KeyFilter<'k>,
     stopped: bool,
 }
 
@@ -663,7 +658,7 @@ where
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(node) = seq.next_element_seed(NodeSeed(self.0.keep))? {
+        while let Some(node) = seq.next_element_seed(NodeSeed(self.0.labels))? {
             if (self.0.visit)(&node).is_break() {
                 self.0.stopped = true;
                 return Err(de::Error::custom(STOP));
@@ -693,7 +688,7 @@ where
 #[cfg(test)]
 pub fn parse_node_list(bytes: &[u8]) -> Result<Vec<Node<'_>>, String> {
     let mut nodes = Vec::new();
-    scan_node_list(bytes, Keep::ALL, |n| {
+    scan_node_list(bytes, KeyFilter::All, |n| {
         nodes.push(n.clone());
         ControlFlow::Continue(())
     })?;
@@ -733,10 +728,7 @@ mod tests {
             br#"{"items":[{"metadata":{"name":"n","labels":{"a":"1","b":"2","c":{"odd":true}}}}]}"#;
         let wanted = vec!["b".to_string(), "missing".to_string()];
         let mut seen = Vec::new();
-        let keep = Keep {
-            labels: KeyFilter::Only(&wanted),
-        };
-        scan_node_list(json, keep, |n| {
+        scan_node_list(json, KeyFilter::Only(&wanted), |n| {
             seen.push(n.metadata.labels.clone());
             ControlFlow::Continue(())
         })
@@ -752,7 +744,7 @@ mod tests {
         let json =
             br#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"w1","labels":{"a":"1"}},
             "spec":{"unschedulable":true},"status":{"allocatable":{"cpu":"4"}}}"#;
-        let node = parse_node(json, Keep::ALL).unwrap();
+        let node = parse_node(json, KeyFilter::All).unwrap();
         assert_eq!(node.name(), "w1");
         assert_eq!(node.metadata.labels.get("a"), Some("1"));
         assert!(node.spec.unschedulable && node.allocatable.listed());
@@ -762,7 +754,7 @@ mod tests {
             br#"{"metadata":{"name":"w1"}} x"#,
             b"[]",
         ] {
-            let err = parse_node(bad, Keep::ALL).unwrap_err();
+            let err = parse_node(bad, KeyFilter::All).unwrap_err();
             assert!(err.contains("not a valid Node"), "{err}");
         }
     }
@@ -827,11 +819,9 @@ mod tests {
                 }
             };
             let f = if filter.is_empty() {
-                Keep::ALL
+                KeyFilter::All
             } else {
-                Keep {
-                    labels: KeyFilter::Only(filter),
-                }
+                KeyFilter::Only(filter)
             };
             let result = if serde {
                 scan_with_serde(text, f, visit)

@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 
 use fuzz_support::{FakeCluster, check_response, split_at_nul};
 use kata_runtime_policy::decision::decide_payload;
-use kata_runtime_policy::node::{Keep, scan_node_list};
+use kata_runtime_policy::node::{KeyFilter, scan_node_list};
 use kata_runtime_policy::response::render;
 use libfuzzer_sys::fuzz_target;
 
@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     // The parsers alone, on the whole input and on each half.
     for bytes in [data, runtime_class, nodes] {
         let mut seen = 0usize;
-        let _ = scan_node_list(bytes, Keep::ALL, |node| {
+        let _ = scan_node_list(bytes, KeyFilter::All, |node| {
             seen += node.name().len();
             ControlFlow::Continue(())
         });

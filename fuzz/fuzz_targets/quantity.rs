@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
     let node = serde_json::json!({"kind": "NodeList", "items": [
         {"metadata": {"name": "n"}, "status": {"allocatable": allocatable}}]})
     .to_string();
-    let keep = kata_runtime_policy::node::Keep::ALL;
+    let keep = kata_runtime_policy::node::KeyFilter::All;
     let _ = kata_runtime_policy::node::scan_node_list(node.as_bytes(), keep, |n| {
         // A node offering exactly what is asked can only be short of pods.
         // Every value the fit reads parsed above, except perhaps `pods`.

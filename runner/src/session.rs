@@ -80,6 +80,32 @@ pub struct ResourceAttributes {
 }
 
 impl CallbackRequest {
+    /// The access question the policy asks before listing nodes, with the
+    /// default `policyServerServiceAccount`: may it `verb` nodes?
+    pub fn default_nodes_access(verb: &str) -> CallbackRequest {
+        const NAMESPACE: &str = "kubewarden";
+        CallbackRequest::KubernetesCanI {
+            request: SubjectAccessReview {
+                groups: Some(vec![
+                    "system:serviceaccounts".into(),
+                    format!("system:serviceaccounts:{NAMESPACE}"),
+                    "system:authenticated".into(),
+                ]),
+                resource_attributes: ResourceAttributes {
+                    group: Some(String::new()),
+                    name: None,
+                    namespace: None,
+                    resource: "nodes".into(),
+                    subresource: None,
+                    verb: verb.into(),
+                    version: None,
+                },
+                user: format!("system:serviceaccount:{NAMESPACE}:policy-server"),
+            },
+            disable_cache: false,
+        }
+    }
+
     /// Parses the request string stored in a session file: YAML whose tag
     /// (`!KubernetesListResourceAll`) names the variant.
     pub fn from_recorded_yaml(text: &str) -> Result<Self> {
@@ -289,32 +315,8 @@ mod tests {
         }
     }
 
-    /// What the policy asks with the default settings.
     fn can_i(verb: &str) -> CallbackRequest {
-        CallbackRequest::KubernetesCanI {
-            request: SubjectAccessReview {
-                groups: Some(
-                    [
-                        "system:serviceaccounts",
-                        "system:serviceaccounts:kubewarden",
-                        "system:authenticated",
-                    ]
-                    .map(String::from)
-                    .into(),
-                ),
-                resource_attributes: ResourceAttributes {
-                    group: Some(String::new()),
-                    name: None,
-                    namespace: None,
-                    resource: "nodes".into(),
-                    subresource: None,
-                    verb: verb.into(),
-                    version: None,
-                },
-                user: "system:serviceaccount:kubewarden:policy-server".into(),
-            },
-            disable_cache: false,
-        }
+        CallbackRequest::default_nodes_access(verb)
     }
 
     fn list_kata_nodes() -> CallbackRequest {

@@ -12,7 +12,7 @@
 use super::{Decision, lookup_failed, mutate};
 use crate::cluster::Cluster;
 use crate::labels;
-use crate::node::{Keep, parse_node};
+use crate::node::{KeyFilter, parse_node};
 use crate::scheduling::{Constraints, Diagnosis, Reason, Unfit};
 use crate::settings::Settings;
 
@@ -40,7 +40,7 @@ pub(super) fn decide(
             absent.push(format!("{name:?} does not exist"));
             continue;
         };
-        let node = match parse_node(bytes, Keep::ALL) {
+        let node = match parse_node(bytes, KeyFilter::All) {
             Ok(node) => node,
             Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
         };

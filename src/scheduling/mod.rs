@@ -37,7 +37,7 @@ use taint_toleration::{NO_EXECUTE, NO_SCHEDULE, first_untolerated};
 
 use std::ops::ControlFlow;
 
-use crate::node::{Keep, KeyFilter, Node, Scan, scan_node_list};
+use crate::node::{KeyFilter, Node, Scan, scan_node_list};
 
 /// Why a node cannot run the pod, in kube-scheduler's words.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -266,10 +266,8 @@ impl Constraints {
         let mut named_node_seen = false;
         let mut unreadable = None;
         let mut memo = FitMemo::default();
-        let keep = Keep {
-            labels: KeyFilter::Only(&self.label_keys),
-        };
-        let scan = scan_node_list(node_list, keep, |node| {
+        let labels = KeyFilter::Only(&self.label_keys);
+        let scan = scan_node_list(node_list, labels, |node| {
             named_node_seen |= self.node_name.as_deref() == Some(node.name());
             match self.check_with(node, &mut memo) {
                 Ok(()) => ControlFlow::Break(()),

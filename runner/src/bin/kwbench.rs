@@ -14,10 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use kwrun::{
-    CallbackRequest, Exchange, Policy, ResourceAttributes, Response, Session, SubjectAccessReview,
-    clustergen,
-};
+use kwrun::{CallbackRequest, Exchange, Policy, Response, Session, clustergen};
 use serde_json::{Value, json};
 
 const SELECTOR: &str = "katacontainers.io/kata-runtime=true";
@@ -45,35 +42,6 @@ fn nodes_request() -> CallbackRequest {
                 .map(String::from)
                 .into(),
         ),
-    }
-}
-
-/// The access question the policy asks before the list, with the default
-/// `policyServerServiceAccount`.
-fn can_i_request(verb: &str) -> CallbackRequest {
-    CallbackRequest::KubernetesCanI {
-        request: SubjectAccessReview {
-            groups: Some(
-                [
-                    "system:serviceaccounts",
-                    "system:serviceaccounts:kubewarden",
-                    "system:authenticated",
-                ]
-                .map(String::from)
-                .into(),
-            ),
-            resource_attributes: ResourceAttributes {
-                group: Some(String::new()),
-                name: None,
-                namespace: None,
-                resource: "nodes".into(),
-                subresource: None,
-                verb: verb.into(),
-                version: None,
-            },
-            user: "system:serviceaccount:kubewarden:policy-server".into(),
-        },
-        disable_cache: false,
     }
 }
 
@@ -248,11 +216,11 @@ fn session(calls: Calls, answers: &Answers) -> Session {
                 response: success(RUNTIME_CLASS),
             },
             Exchange {
-                request: can_i_request("list"),
+                request: CallbackRequest::default_nodes_access("list"),
                 response: success(r#"{"allowed":true}"#),
             },
             Exchange {
-                request: can_i_request("watch"),
+                request: CallbackRequest::default_nodes_access("watch"),
                 response: success(r#"{"allowed":true}"#),
             },
             Exchange {
