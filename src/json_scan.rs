@@ -167,24 +167,27 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Reads a string, borrowed when it has no escapes.
-    pub fn string(&mut self) -> Result<Cow<'a, str>> {
+    /// Moves past a quoted string, checking its escapes; returns its raw
+    /// text, quotes included, and whether it has escapes.
+    #[inline]
+    fn quoted(&mut self, what: &str) -> Result<(&'a [u8], bool)> {
         self.skip_ws();
         if self.peek() != Some(b'"') {
-            return self.error("expected a string");
+            return self.error(what);
         }
         let start = self.pos;
         self.pos += 1;
         let escaped = self.string_body()?;
-        let raw = self.bytes.get(start..self.pos).unwrap_or_default();
+        Ok((self.bytes.get(start..self.pos).unwrap_or_default(), escaped))
+    }
+
+    /// Reads a string, borrowed when it has no escapes.
+    pub fn string(&mut self) -> Result<Cow<'a, str>> {
+        let (raw, escaped) = self.quoted("expected a string")?;
         if escaped {
-            // Rare: let serde_json apply the escapes (surrogates and all).
-            return serde_json::from_slice::<String>(raw)
-                .map(Cow::Owned)
-                .map_err(|e| e.to_string());
+            return unescape(raw).map(Cow::Owned);
         }
-        let body = raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default();
-        match std::str::from_utf8(body) {
+        match std::str::from_utf8(between_quotes(raw)) {
             Ok(s) => Ok(Cow::Borrowed(s)),
             Err(_) => self.error("invalid UTF-8 in string"),
         }
@@ -193,18 +196,11 @@ impl<'a> Cursor<'a> {
     /// Reads a member key and its `:`. Keys are compared as bytes, so only an
     /// escaped key (rare) is decoded; UTF-8 is checked when a key is kept.
     pub fn key(&mut self) -> Result<Key<'a>> {
-        self.skip_ws();
-        if self.peek() != Some(b'"') {
-            return self.error("expected a key");
-        }
-        let start = self.pos;
-        self.pos += 1;
-        let escaped = self.string_body()?;
-        let raw = self.bytes.get(start..self.pos).unwrap_or_default();
+        let (raw, escaped) = self.quoted("expected a key")?;
         let key = if escaped {
-            Key::Decoded(serde_json::from_slice::<String>(raw).map_err(|e| e.to_string())?)
+            Key::Decoded(unescape(raw)?)
         } else {
-            Key::Raw(raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default())
+            Key::Raw(between_quotes(raw))
         };
         self.expect(b':')?;
         Ok(key)
@@ -236,12 +232,7 @@ impl<'a> Cursor<'a> {
                 self.pos += 1;
                 if !self.eat(b'}') {
                     loop {
-                        self.skip_ws();
-                        if self.peek() != Some(b'"') {
-                            return self.error("expected a key");
-                        }
-                        self.pos += 1;
-                        self.string_body()?;
+                        self.quoted("expected a key")?;
                         self.expect(b':')?;
                         self.skip_value()?;
                         if self.eat(b',') {
@@ -373,6 +364,16 @@ impl<'a> Cursor<'a> {
         self.leave();
         Ok(true)
     }
+}
+
+/// Decodes a quoted string with escapes (rare): serde_json applies them,
+/// surrogate pairs and all.
+fn unescape(raw: &[u8]) -> Result<String> {
+    serde_json::from_slice::<String>(raw).map_err(|e| e.to_string())
+}
+
+fn between_quotes(raw: &[u8]) -> &[u8] {
+    raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default()
 }
 
 /// The high bit of each byte of `word` (little-endian) that is `"`, `\` or a

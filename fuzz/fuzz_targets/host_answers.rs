@@ -1,10 +1,11 @@
 //! The two host answers (RuntimeClass, NodeList) as fuzz input, split at the
-//! first NUL byte, for fixed Pod CREATE requests; plus the two parsers alone.
+//! first NUL byte, for fixed Pod CREATE requests; plus the two parsers alone,
+//! the node reader compared with its serde oracle.
 #![no_main]
 
 use std::ops::ControlFlow;
 
-use fuzz_support::{FakeCluster, check_response, split_at_nul};
+use fuzz_support::{FakeCluster, check_response, node_oracle, split_at_nul, strict_json};
 use kata_runtime_policy::decision::decide_payload;
 use kata_runtime_policy::node::{KeyFilter, scan_node_list};
 use kata_runtime_policy::response::render;
@@ -44,5 +45,17 @@ fuzz_target!(|data: &[u8]| {
             ControlFlow::Continue(())
         });
         let _ = kata_runtime_policy::runtime_class::parse(bytes);
+        // The shipped reader against the serde oracle, on documents where
+        // serde's own leniencies cannot differ (no duplicate keys, no
+        // nesting past serde's limit, valid escapes and numbers).
+        if strict_json(bytes).is_some() {
+            let keep = ["zone".to_string(), "cpu".to_string()];
+            for (keep, stop_after) in [(None, usize::MAX), (Some(&keep[..]), 1)] {
+                assert_eq!(
+                    node_oracle::with_reader(bytes, keep, stop_after),
+                    node_oracle::with_serde(bytes, keep, stop_after),
+                );
+            }
+        }
     }
 });

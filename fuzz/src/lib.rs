@@ -4,9 +4,16 @@
 use std::fmt;
 
 use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Subject};
+// What the node-reader oracle takes from its parent module.
+use kata_runtime_policy::node::{KeyFilter, Node, Scan, Str, scan_node_list};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+
+/// The serde node-list reader that the unit tests compare the shipped
+/// reader with (test code, included from the policy's test tree).
+#[path = "../../src/node/tests/serde_oracle.rs"]
+pub mod node_oracle;
 
 /// A kata-deploy-like RuntimeClass with scheduling constraints and overhead,
 /// so that the merge and overhead paths run.

@@ -317,7 +317,7 @@ pub(crate) mod test_support {
             full["status"] = serde_json::json!({ "allocatable": allocatable });
         }
         let text: &'static str = Box::leak(full.to_string().into_boxed_str());
-        serde_json::from_str(text).expect("test node")
+        crate::node::parse_node(text.as_bytes(), crate::node::KeyFilter::All).expect("test node")
     }
 }
 
