@@ -26,13 +26,12 @@ policy.wasm: $(SOURCE_FILES)
 annotated-policy.wasm: policy.wasm metadata.yml README.md
 	$(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
-VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
-
 # What `kwctl scaffold artifacthub` produces from metadata.yml and
-# questions-ui.yml (runner/tests/packaging.rs checks that they agree).
+# questions-ui.yml; the version is metadata.yml's io.kubewarden.policy.version
+# (runner/tests/artifacthub.rs re-derives the file and its rules without kwctl).
 .PHONY: artifacthub
 artifacthub: metadata.yml questions-ui.yml
-	$(KWCTL) scaffold artifacthub --metadata-path metadata.yml --version $(VERSION) \
+	$(KWCTL) scaffold artifacthub --metadata-path metadata.yml \
 	  --questions-path questions-ui.yml --output artifacthub-pkg.yml
 
 $(KWRUN): $(RUNNER_FILES)

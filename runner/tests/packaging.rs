@@ -1,7 +1,8 @@
 //! The packaging files agree with each other and with the policy:
-//! metadata.yml, artifacthub-pkg.yml, questions-ui.yml, policy-settings.json,
-//! the README's settings table, Cargo.toml's version, and examples/.
-//! Example settings are validated by the compiled policy itself.
+//! metadata.yml, questions-ui.yml, policy-settings.json, the README's
+//! settings table, Cargo.toml's version, and examples/ (artifacthub-pkg.yml:
+//! artifacthub.rs). Example settings are validated by the compiled policy
+//! itself.
 
 mod common;
 
@@ -21,11 +22,6 @@ fn yaml_docs(path: &str) -> Vec<Value> {
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap_or_else(|e| panic!("{path}: {e}")))
         .filter(|v: &Value| !v.is_null())
         .collect()
-}
-
-/// A YAML document embedded as a string (artifacthub annotations).
-fn embedded(v: &Value) -> Value {
-    serde_yaml::from_str(v.as_str().expect("an embedded YAML string")).expect("embedded YAML")
 }
 
 fn cargo_version() -> String {
@@ -63,63 +59,6 @@ fn metadata_describes_the_policy() {
     assert_eq!(
         m["annotations"]["io.kubewarden.policy.version"],
         cargo_version()
-    );
-}
-
-#[test]
-fn artifacthub_package_agrees_with_metadata_and_questions() {
-    let m = yaml("metadata.yml");
-    let a = yaml("artifacthub-pkg.yml");
-    let version = cargo_version();
-    assert_eq!(a["version"], version);
-    assert_eq!(a["name"], m["annotations"]["io.kubewarden.policy.title"]);
-    assert_eq!(
-        a["displayName"],
-        m["annotations"]["io.artifacthub.displayName"]
-    );
-    assert_eq!(
-        a["description"],
-        m["annotations"]["io.kubewarden.policy.description"]
-    );
-    assert_eq!(
-        a["license"],
-        m["annotations"]["io.kubewarden.policy.license"]
-    );
-    let keywords: Vec<String> = m["annotations"]["io.artifacthub.keywords"]
-        .as_str()
-        .unwrap()
-        .split(',')
-        .map(|k| k.trim().to_string())
-        .collect();
-    assert_eq!(a["keywords"], serde_json::json!(keywords));
-    let ann = &a["annotations"];
-    assert_eq!(ann["kubewarden/mutation"], "true");
-    assert_eq!(
-        ann["kubewarden/resources"],
-        m["annotations"]["io.artifacthub.resources"]
-    );
-    assert_eq!(embedded(&ann["kubewarden/rules"]), m["rules"]);
-    assert_eq!(
-        embedded(&ann["kubewarden/contextAwareResources"]),
-        m["contextAwareResources"]
-    );
-    assert_eq!(
-        embedded(&ann["kubewarden/questions-ui"]),
-        yaml("questions-ui.yml"),
-        "questions-ui.yml embedded verbatim"
-    );
-    let image = format!(
-        "{}:v{version}",
-        m["annotations"]["io.kubewarden.policy.ociUrl"]
-            .as_str()
-            .unwrap()
-    );
-    assert_eq!(a["containersImages"][0]["image"], image);
-    assert!(
-        a["install"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("kwctl pull {image}"))
     );
 }
 
