@@ -99,6 +99,85 @@ fn one_line(text: &str) -> String {
     out
 }
 
+/// A kind the volume check reads, with what the host needs to name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeKind {
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+}
+
+impl VolumeKind {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            VolumeKind::StorageClass => "storage.k8s.io/v1",
+            _ => "v1",
+        }
+    }
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            VolumeKind::PersistentVolumeClaim => "PersistentVolumeClaim",
+            VolumeKind::PersistentVolume => "PersistentVolume",
+            VolumeKind::StorageClass => "StorageClass",
+        }
+    }
+
+    /// The API resource, for `can_i` and RBAC hints.
+    pub fn resource(self) -> Resource {
+        match self {
+            VolumeKind::PersistentVolumeClaim => Resource::new("", "persistentvolumeclaims"),
+            VolumeKind::PersistentVolume => Resource::new("", "persistentvolumes"),
+            VolumeKind::StorageClass => Resource::new("storage.k8s.io", "storageclasses"),
+        }
+    }
+
+    /// The fields a list of this kind asks for besides `metadata`: one
+    /// fixed query per kind, so policy-server keeps one cache for each.
+    pub fn list_field_masks(self) -> Option<&'static [&'static str]> {
+        match self {
+            VolumeKind::PersistentVolume => Some(&PV_FIELD_MASKS),
+            _ => None,
+        }
+    }
+}
+
+/// What the binder reads of a PV it might bind a claim to.
+pub const PV_FIELD_MASKS: [&str; 8] = [
+    "spec.accessModes",
+    "spec.capacity",
+    "spec.claimRef",
+    "spec.nodeAffinity",
+    "spec.storageClassName",
+    "spec.volumeAttributesClassName",
+    "spec.volumeMode",
+    "status.phase",
+];
+
+/// An API resource, as a SubjectAccessReview names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resource {
+    pub group: &'static str,
+    pub resource: &'static str,
+}
+
+impl Resource {
+    pub const fn new(group: &'static str, resource: &'static str) -> Resource {
+        Resource { group, resource }
+    }
+
+    /// `nodes`, `storageclasses.storage.k8s.io`: how RBAC messages name it.
+    pub fn qualified(self) -> String {
+        if self.group.is_empty() {
+            self.resource.to_string()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+pub const NODES: Resource = Resource::new("", "nodes");
+
 pub trait Cluster {
     /// The `node.k8s.io/v1` RuntimeClass `name`; `Ok(None)` when it does not exist.
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError>;
@@ -112,7 +191,26 @@ pub trait Cluster {
     fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError>;
 
     /// Whether `subject` may `verb` (cluster-wide) the core `v1` nodes.
-    fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError>;
+    fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError> {
+        self.may(subject, verb, NODES)
+    }
+
+    /// Whether `subject` may `verb` `resource` cluster-wide.
+    fn may(&self, subject: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError>;
+
+    /// The object `name` of `kind` (in `namespace` when namespaced), unmasked;
+    /// `Ok(None)` when it does not exist. A direct GET: it fails fast.
+    fn object(
+        &self,
+        kind: VolumeKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError>;
+
+    /// Every object of `kind` (a cluster-scoped kind), with
+    /// [`VolumeKind::list_field_masks`]. Ask [`Cluster::may`] first: a list
+    /// policy-server may not make never answers.
+    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError>;
 }
 
 pub fn runtime_class_request(name: &str) -> GetResourceRequest {
@@ -152,16 +250,43 @@ pub fn kata_nodes_request(label_selector: Option<&str>) -> ListAllResourcesReque
     }
 }
 
+pub fn object_request(kind: VolumeKind, namespace: Option<&str>, name: &str) -> GetResourceRequest {
+    GetResourceRequest {
+        api_version: kind.api_version().to_string(),
+        kind: kind.kind().to_string(),
+        name: name.to_string(),
+        namespace: namespace.map(str::to_string),
+        disable_cache: false,
+        field_masks: None,
+    }
+}
+
+pub fn objects_request(kind: VolumeKind) -> ListAllResourcesRequest {
+    ListAllResourcesRequest {
+        api_version: kind.api_version().to_string(),
+        kind: kind.kind().to_string(),
+        label_selector: None,
+        field_selector: None,
+        field_masks: kind
+            .list_field_masks()
+            .map(|masks| masks.iter().map(|m| m.to_string()).collect()),
+    }
+}
+
 pub fn can_i_request(subject: &Subject, verb: &str) -> CanIRequest {
+    access_request(subject, verb, NODES)
+}
+
+pub fn access_request(subject: &Subject, verb: &str, resource: Resource) -> CanIRequest {
     CanIRequest {
         subject_access_review: SubjectAccessReview {
             groups: Some(subject.groups.clone()),
             resource_attributes: ResourceAttributes {
-                // The core group; cluster-scoped, so no namespace.
-                group: Some(String::new()),
+                // Cluster-wide: no namespace.
+                group: Some(resource.group.to_string()),
                 name: None,
                 namespace: None,
-                resource: "nodes".to_string(),
+                resource: resource.resource.to_string(),
                 subresource: None,
                 verb: verb.to_string(),
                 version: None,
@@ -213,10 +338,29 @@ impl Cluster for HostCluster {
         }
     }
 
-    fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError> {
-        let bytes =
-            Self::call("can_i", &can_i_request(subject, verb)).map_err(LookupError::from_host)?;
+    fn may(&self, subject: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError> {
+        let bytes = Self::call("can_i", &access_request(subject, verb, resource))
+            .map_err(LookupError::from_host)?;
         parse_access(&bytes)
+    }
+
+    fn object(
+        &self,
+        kind: VolumeKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError> {
+        match Self::call("get_resource", &object_request(kind, namespace, name))
+            .map_err(LookupError::from_host)
+        {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind == LookupErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
+        Self::call("list_resources_all", &objects_request(kind)).map_err(LookupError::from_host)
     }
 }
 

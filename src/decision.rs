@@ -4,6 +4,8 @@
 
 use crate::cluster::{Cluster, LookupError, LookupErrorKind};
 use crate::pod::PodFacts;
+use crate::scheduling::Constraints;
+use crate::volumes::{self, PodRef, Refusal};
 use crate::request::{self, AdmissionRequest};
 use crate::scheduling::Feasibility;
 use crate::settings::{Outcome, Settings};
@@ -157,6 +159,11 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         Err(conflict) => return Decision::not_assigned(settings.no_feasible_node, conflict),
     };
 
+    let constraints = match with_volumes(constraints, &pod, request, settings, cluster) {
+        Ok(c) => c,
+        Err(refused) => return refused,
+    };
+
     if let Some(names) = constraints.pinned_nodes() {
         return pinned::decide(object, settings, cluster, &constraints, &names);
     }
@@ -187,6 +194,59 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         diagnosis.to_string()
     };
     Decision::not_assigned(settings.no_feasible_node, why)
+}
+
+/// Adds the VolumeBinding and VolumeZone checks of the pod's claims. Pods
+/// without claims make no host call here; pods bound by `spec.nodeName`
+/// bypass the scheduler, so their volumes are not judged.
+fn with_volumes(
+    constraints: Constraints,
+    pod: &PodFacts,
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &impl Cluster,
+) -> Result<Constraints, Decision> {
+    if !settings.check_volumes || pod.claims.is_empty() || pod.node_name.is_some() {
+        return Ok(constraints);
+    }
+    let namespace = (request.namespace.as_ref().map(|n| n.as_str()))
+        .filter(|n| !n.is_empty())
+        .or(pod.namespace.as_deref())
+        .unwrap_or("default");
+    let pod_ref = PodRef {
+        name: pod.name.as_deref(),
+        namespace,
+        claims: &pod.claims,
+    };
+    let subject = settings.policy_server_subject();
+    match volumes::resolve(&pod_ref, &subject, cluster) {
+        Ok(check) => Ok(constraints.with_volumes(check)),
+        Err(refusal) => Err(volume_refused(settings, subject.user, refusal)),
+    }
+}
+
+/// The outcome of a volume check that could not be made.
+fn volume_refused(settings: &Settings, user: &str, refusal: Refusal) -> Decision {
+    const GRANT: &str = "grant policy-server get on persistentvolumeclaims, get/list/watch on persistentvolumes \
+         and storageclasses.storage.k8s.io, and list them in contextAwareResources; or set checkVolumes: false";
+    match refusal {
+        Refusal::Pod(why) => Decision::not_assigned(settings.no_feasible_node, why),
+        Refusal::Denied { resource, verbs } => Decision::not_assigned(
+            settings.lookup_failure,
+            format!(
+                "cannot list {resource} (forbidden: {user} may not {} {resource}; {GRANT})",
+                verbs.join(", ")
+            ),
+        ),
+        Refusal::Lookup { what, error } => {
+            let hint = match error.kind {
+                LookupErrorKind::Forbidden => format!(" (forbidden: {GRANT})"),
+                LookupErrorKind::NotFound | LookupErrorKind::Failed => String::new(),
+            };
+            Decision::not_assigned(settings.lookup_failure, format!("{what}{hint}: {}", error.message))
+        }
+        Refusal::Invalid(why) => Decision::not_assigned(settings.lookup_failure, why),
+    }
 }
 
 /// The mutation, once a kata node can run the pod.

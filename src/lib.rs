@@ -34,6 +34,7 @@ pub mod response;
 pub mod runtime_class;
 pub mod scheduling;
 pub mod settings;
+pub mod volumes;
 
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};

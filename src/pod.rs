@@ -11,6 +11,8 @@ use serde_json::value::RawValue;
 
 use crate::quantity::Quantity;
 use crate::resources::{ContainerResources, PodResources, ResourceList};
+use crate::volumes::{ClaimSource, PodVolume};
+use crate::volumes::objects::Claim;
 
 /// Annotation the kubelet puts on the API mirror of a static pod.
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -27,6 +29,10 @@ struct PodObject {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PodMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
     #[serde(default)]
     annotations: Option<BTreeMap<String, String>>,
 }
@@ -60,6 +66,33 @@ struct PodSpec {
     resources: Option<RawRequirements>,
     #[serde(default)]
     topology_spread_constraints: Option<Vec<RawSpreadConstraint>>,
+    #[serde(default)]
+    volumes: Option<Vec<RawVolume>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawVolume {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    persistent_volume_claim: Option<RawClaimSource>,
+    #[serde(default)]
+    ephemeral: Option<RawEphemeral>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawClaimSource {
+    #[serde(default)]
+    claim_name: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEphemeral {
+    #[serde(default)]
+    volume_claim_template: Option<Claim>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -109,6 +142,12 @@ pub struct PodFacts {
     pub resources: PodResources,
     /// `(topologyKey, whenUnsatisfiable)` of each topology spread constraint.
     pub topology_spread: Vec<(String, String)>,
+    /// `metadata.name`: empty for a pod created with `generateName` (the
+    /// API server names it after admission).
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    /// The volumes that use PersistentVolumeClaims, in spec order.
+    pub claims: Vec<PodVolume>,
 }
 
 impl PodFacts {
@@ -130,6 +169,22 @@ impl PodFacts {
             .map(|o| resource_list(Some(o), "spec.overhead"))
             .transpose()
             .map_err(invalid)?;
+        let claims = spec
+            .volumes
+            .into_iter()
+            .flatten()
+            .filter_map(|v| {
+                let source = match (v.persistent_volume_claim, v.ephemeral) {
+                    (Some(pvc), _) => ClaimSource::Claim(pvc.claim_name),
+                    (None, Some(e)) => ClaimSource::Ephemeral(Box::new(e.volume_claim_template?)),
+                    (None, None) => return None,
+                };
+                Some(PodVolume {
+                    name: v.name,
+                    source,
+                })
+            })
+            .collect();
         let host_namespaces = [
             ("hostNetwork", spec.host_network),
             ("hostPID", spec.host_pid),
@@ -162,6 +217,9 @@ impl PodFacts {
                 .into_iter()
                 .map(|c| (c.topology_key, c.when_unsatisfiable))
                 .collect(),
+            name: meta.name.filter(|n| !n.is_empty()),
+            namespace: meta.namespace.filter(|n| !n.is_empty()),
+            claims,
         })
     }
 }

@@ -37,6 +37,8 @@ pub struct AdmissionRequest<'a> {
     #[serde(borrow, default)]
     pub operation: Str<'a>,
     #[serde(borrow, default)]
+    pub namespace: Option<Str<'a>>,
+    #[serde(borrow, default)]
     pub object: Option<&'a RawValue>,
 }
 

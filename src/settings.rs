@@ -48,6 +48,9 @@ pub struct Settings {
     /// The user policy-server runs as, asked about in `can_i` before the
     /// node list: `system:serviceaccount:<namespace>:<name>`.
     pub policy_server_service_account: String,
+    /// Judge the pod's PersistentVolumeClaims (VolumeBinding, VolumeZone);
+    /// needs read access to claims, volumes and storage classes.
+    pub check_volumes: bool,
 }
 
 pub const DEFAULT_RUNTIME_CLASS: &str = "kata";
@@ -57,7 +60,7 @@ pub const DEFAULT_KATA_NODE_SELECTOR: &str = "katacontainers.io/kata-runtime=tru
 pub const DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT: &str =
     "system:serviceaccount:kubewarden:policy-server";
 
-const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipHostNamespaces, ignoredResources, policyServerServiceAccount";
+const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipHostNamespaces, ignoredResources, policyServerServiceAccount, checkVolumes";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -69,6 +72,7 @@ impl Default for Settings {
             skip_host_namespaces: true,
             ignored_resources: Vec::new(),
             policy_server_service_account: DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT.to_string(),
+            check_volumes: true,
         }
     }
 }
@@ -106,6 +110,11 @@ impl Settings {
                     })?
                 }
                 "ignoredResources" => s.ignored_resources = strings(key, value)?,
+                "checkVolumes" => {
+                    s.check_volumes = value.as_bool().ok_or_else(|| {
+                        format!("checkVolumes must be true or false, got {value}")
+                    })?
+                }
                 "policyServerServiceAccount" => {
                     s.policy_server_service_account = string(key, value)?
                 }

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
-use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Subject};
+use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Resource, Subject, VolumeKind};
 use kata_runtime_policy::decision::{Decision, decide_payload};
 use kata_runtime_policy::node::{KeyFilter, parse_node};
 use kata_runtime_policy::pod::PodFacts;
@@ -497,11 +497,18 @@ impl Cluster for Selecting {
             .find(|n| n["metadata"]["name"] == name)
             .map(|n| n.to_string().into_bytes()))
     }
-    fn may_on_nodes(&self, _: &Subject, _: &str) -> Result<Access, LookupError> {
+    fn may(&self, _: &Subject, _: &str, _: Resource) -> Result<Access, LookupError> {
         Ok(Access {
             allowed: true,
             reason: None,
         })
+    }
+    // The generated pods have no claims.
+    fn object(&self, _: VolumeKind, _: Option<&str>, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        Ok(None)
+    }
+    fn objects(&self, _: VolumeKind) -> Result<Vec<u8>, LookupError> {
+        Ok(br#"{"items":[]}"#.to_vec())
     }
 }
 
@@ -521,11 +528,18 @@ impl Cluster for Fake {
             .find(|n| n["metadata"]["name"] == name)
             .map(|n| n.to_string().into_bytes()))
     }
-    fn may_on_nodes(&self, _: &Subject, _: &str) -> Result<Access, LookupError> {
+    fn may(&self, _: &Subject, _: &str, _: Resource) -> Result<Access, LookupError> {
         Ok(Access {
             allowed: true,
             reason: None,
         })
+    }
+    // The generated pods have no claims.
+    fn object(&self, _: VolumeKind, _: Option<&str>, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        Ok(None)
+    }
+    fn objects(&self, _: VolumeKind) -> Result<Vec<u8>, LookupError> {
+        Ok(br#"{"items":[]}"#.to_vec())
     }
 }
 

@@ -29,6 +29,7 @@ fuzz_target!(|data: &[u8]| {
     let cluster = FakeCluster {
         runtime_class,
         nodes,
+        volumes: Vec::new(),
     };
     for payload in [PLAIN, RICH, BOUND] {
         check_response(

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Subject};
+use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Resource, Subject, VolumeKind};
 // What the node-reader oracle takes from its parent module.
 use kata_runtime_policy::node::{KeyFilter, Node, Scan, Str, scan_node_list};
 use serde::Deserialize;
@@ -27,6 +27,11 @@ pub const NODE_LIST: &str = r#"{"apiVersion":"v1","kind":"NodeList","metadata":{
 pub struct FakeCluster<'a> {
     pub runtime_class: &'a [u8],
     pub nodes: &'a [u8],
+    /// Answers for the volume lookups, by position: a claim, a volume, a
+    /// storage class (every read by name of that kind gets it), the volume
+    /// list, the storage class list. Missing ones read as "not found" (by
+    /// name) or an empty list.
+    pub volumes: Vec<&'a [u8]>,
 }
 
 impl FakeCluster<'static> {
@@ -34,6 +39,7 @@ impl FakeCluster<'static> {
         FakeCluster {
             runtime_class: RUNTIME_CLASS.as_bytes(),
             nodes: NODE_LIST.as_bytes(),
+            volumes: Vec::new(),
         }
     }
 }
@@ -53,11 +59,36 @@ impl Cluster for FakeCluster<'_> {
         Ok(Some(self.nodes.to_vec()))
     }
 
-    fn may_on_nodes(&self, _subject: &Subject, _verb: &str) -> Result<Access, LookupError> {
+    fn may(&self, _subject: &Subject, _verb: &str, _resource: Resource) -> Result<Access, LookupError> {
         Ok(Access {
             allowed: true,
             reason: None,
         })
+    }
+
+    fn object(
+        &self,
+        kind: VolumeKind,
+        _namespace: Option<&str>,
+        _name: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError> {
+        let at = match kind {
+            VolumeKind::PersistentVolumeClaim => 0,
+            VolumeKind::PersistentVolume => 1,
+            VolumeKind::StorageClass => 2,
+        };
+        Ok(self.volumes.get(at).map(|b| b.to_vec()))
+    }
+
+    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
+        let at = match kind {
+            VolumeKind::StorageClass => 4,
+            _ => 3,
+        };
+        Ok(self
+            .volumes
+            .get(at)
+            .map_or_else(|| br#"{"items":[]}"#.to_vec(), |b| b.to_vec()))
     }
 }
 

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::cluster::{Access, Subject};
+use crate::cluster::{Access, Resource, Subject, VolumeKind};
 
 /// A cluster answering from fixed JSON, recording every query it gets.
 struct FakeCluster {
@@ -17,6 +17,12 @@ struct FakeCluster {
     denied: Vec<&'static str>,
     /// When set, `can_i` fails with it.
     access_error: Option<LookupError>,
+    /// PersistentVolumeClaims, PersistentVolumes and StorageClasses.
+    volume_objects: Vec<Value>,
+    /// Resources (`persistentvolumes`, …) that `can_i` denies every verb on.
+    denied_resources: Vec<&'static str>,
+    /// When set, every volume-object read fails with it.
+    volume_error: Option<LookupError>,
     queries: RefCell<Vec<String>>,
 }
 
@@ -32,8 +38,15 @@ impl FakeCluster {
             all_nodes: Vec::new(),
             denied: Vec::new(),
             access_error: None,
+            volume_objects: Vec::new(),
+            denied_resources: Vec::new(),
+            volume_error: None,
             queries: RefCell::default(),
         }
+    }
+    fn with_volume_objects(mut self, objects: Vec<Value>) -> Self {
+        self.volume_objects = objects;
+        self
     }
     fn with_class(mut self, class: Option<Value>) -> Self {
         self.runtime_class = Ok(class);
@@ -67,18 +80,59 @@ impl Cluster for FakeCluster {
             .find(|n| n["metadata"]["name"] == name)
             .map(|n| n.to_string().into_bytes()))
     }
-    fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError> {
+    fn may(&self, subject: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError> {
         self.queries.borrow_mut().push(format!(
-            "CanI {verb} nodes as {} {:?}",
-            subject.user, subject.groups
+            "CanI {verb} {} as {} {:?}",
+            resource.resource, subject.user, subject.groups
         ));
         match &self.access_error {
             Some(e) => Err(e.clone()),
             None => Ok(Access {
-                allowed: !self.denied.contains(&verb),
+                allowed: if resource.resource == "nodes" {
+                    !self.denied.contains(&verb)
+                } else {
+                    !self.denied_resources.contains(&resource.resource)
+                },
                 reason: None,
             }),
         }
+    }
+    fn object(
+        &self,
+        kind: VolumeKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError> {
+        let at = namespace.map(|ns| format!("{ns}/")).unwrap_or_default();
+        self.queries
+            .borrow_mut()
+            .push(format!("Get {} {at}{name}", kind.kind()));
+        if let Some(e) = &self.volume_error {
+            return Err(e.clone());
+        }
+        Ok(self
+            .volume_objects
+            .iter()
+            .find(|o| {
+                o["kind"] == kind.kind()
+                    && o["metadata"]["name"] == name
+                    && o["metadata"]["namespace"].as_str() == namespace
+            })
+            .map(|o| o.to_string().into_bytes()))
+    }
+    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
+        self.queries
+            .borrow_mut()
+            .push(format!("List {}", kind.kind()));
+        if let Some(e) = &self.volume_error {
+            return Err(e.clone());
+        }
+        let items: Vec<&Value> = (self.volume_objects.iter())
+            .filter(|o| o["kind"] == kind.kind())
+            .collect();
+        Ok(json!({"kind": format!("{}List", kind.kind()), "items": items})
+            .to_string()
+            .into_bytes())
     }
 }
 

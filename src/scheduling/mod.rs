@@ -12,6 +12,8 @@ pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_zone;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -34,6 +36,7 @@ use node_affinity::RequiredNodeAffinity;
 use node_resources_fit::{FitMemo, ResourceFit};
 use pod_topology_spread::SpreadLabels;
 use taint_toleration::{NO_EXECUTE, NO_SCHEDULE, first_untolerated};
+use volume_binding::VolumeCheck;
 
 use std::ops::ControlFlow;
 
@@ -55,6 +58,12 @@ pub enum Reason<'n> {
     TooManyPods,
     /// The pod requests more of a resource than the node has allocatable.
     Insufficient(Arc<str>),
+    /// A bound claim's volume cannot be used from the node (its node affinity).
+    VolumeNodeConflict,
+    /// An unbound claim finds no volume to bind, and none can be provisioned, there.
+    VolumeBindConflict,
+    /// A bound claim's volume is in another zone or region (VolumeZone).
+    VolumeZoneConflict,
     /// A `DoNotSchedule` topology spread constraint names a label the node lacks.
     TopologySpreadLabel,
     /// Not a scheduling reason: the node's data a filter needs does not
@@ -84,6 +93,11 @@ impl std::fmt::Display for Reason<'_> {
             }
             Reason::TooManyPods => f.write_str("Too many pods"),
             Reason::Insufficient(resource) => write!(f, "Insufficient {resource}"),
+            Reason::VolumeNodeConflict => f.write_str("node(s) had volume node affinity conflict"),
+            Reason::VolumeBindConflict => {
+                f.write_str("node(s) didn't find available persistent volumes to bind")
+            }
+            Reason::VolumeZoneConflict => f.write_str("node(s) had no available volume zone"),
             Reason::TopologySpreadLabel => f.write_str(
                 "node(s) didn't match pod topology spread constraints (missing required label)",
             ),
@@ -128,8 +142,9 @@ pub struct Constraints {
     affinity: RequiredNodeAffinity,
     tolerations: Vec<Toleration>,
     resources: ResourceFit,
+    volumes: VolumeCheck,
     spread: SpreadLabels,
-    /// The node labels `affinity` and `spread` read; a node scan skips all others.
+    /// The node labels the filters read; a node scan skips all others.
     label_keys: Vec<String>,
 }
 
@@ -146,6 +161,7 @@ impl Constraints {
             affinity,
             tolerations,
             resources: ResourceFit::default(),
+            volumes: VolumeCheck::default(),
             spread: SpreadLabels::default(),
             label_keys: Vec::new(),
         };
@@ -177,6 +193,13 @@ impl Constraints {
         self
     }
 
+    /// Adds the static VolumeBinding and VolumeZone checks of the pod's claims.
+    pub fn with_volumes(mut self, volumes: VolumeCheck) -> Self {
+        self.volumes = volumes;
+        self.update_keys();
+        self
+    }
+
     /// Adds the static PodTopologySpread check (required topology labels).
     pub fn with_spread(mut self, spread: SpreadLabels) -> Self {
         self.spread = spread;
@@ -187,6 +210,7 @@ impl Constraints {
     fn update_keys(&mut self) {
         let mut labels = self.affinity.label_keys();
         labels.extend(self.spread.label_keys().iter().cloned());
+        labels.extend(self.volumes.label_keys());
         labels.sort();
         labels.dedup();
         self.label_keys = labels;
@@ -209,7 +233,8 @@ impl Constraints {
         };
         match &self.node_name {
             // kube-scheduler: NodeUnschedulable, NodeName, TaintToleration,
-            // NodeAffinity, NodeResourcesFit, …, PodTopologySpread.
+            // NodeAffinity, NodeResourcesFit, …, VolumeBinding, VolumeZone,
+            // PodTopologySpread.
             None => {
                 if !node_unschedulable::passes(node, &self.tolerations) {
                     return Err(Reason::Unschedulable.into());
@@ -221,13 +246,14 @@ impl Constraints {
                     return Err(Reason::NodeAffinity.into());
                 }
                 self.resources_fit(node, false, memo)?;
+                self.volumes.check(node)?;
                 if !self.spread.passes(node) {
                     return Err(Reason::TopologySpreadLabel.into());
                 }
             }
             // kubelet admission (`AdmissionCheck`): resources, node
             // affinity/selector, node name; then NoExecute taints. It never
-            // looks at topology spread.
+            // looks at topology spread, nor at volume topology.
             Some(name) => {
                 if !node_name::passes(node, Some(name)) {
                     return Err(Reason::NodeName.into());

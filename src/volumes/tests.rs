@@ -1,0 +1,735 @@
+//! The volume check end to end below the decision: cluster objects in,
+//! per-node verdicts (or the pod-level refusal) out. Cases translated from
+//! upstream cite their test function and case name; where the static
+//! question answers differently from the scheduler at one instant (an
+//! unbound Immediate claim), the case says so.
+
+use std::cell::RefCell;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::cluster::{Access, Resource};
+use crate::node::Node;
+use crate::scheduling::test_support::node;
+
+const NS: &str = "default";
+const H: &str = "kubernetes.io/hostname";
+const ZONE: &str = "topology.kubernetes.io/zone";
+const REGION: &str = "topology.kubernetes.io/region";
+const BETA_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
+
+/// A cluster of volume objects, recording the queries it gets.
+#[derive(Default)]
+struct Objects {
+    items: Vec<Value>,
+    denied: Vec<&'static str>,
+    queries: RefCell<Vec<String>>,
+}
+
+impl Objects {
+    fn new(items: Vec<Value>) -> Self {
+        Objects {
+            items,
+            ..Objects::default()
+        }
+    }
+}
+
+impl Cluster for Objects {
+    fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        unreachable!("the volume check reads no RuntimeClass")
+    }
+    fn kata_nodes(&self, _: Option<&str>) -> Result<Vec<u8>, LookupError> {
+        unreachable!("the volume check lists no node")
+    }
+    fn node(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        unreachable!("the volume check reads no node")
+    }
+    fn may(&self, _: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError> {
+        self.queries
+            .borrow_mut()
+            .push(format!("can_i {verb} {}", resource.resource));
+        Ok(Access {
+            allowed: !self.denied.contains(&resource.resource),
+            reason: None,
+        })
+    }
+    fn object(
+        &self,
+        kind: VolumeKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError> {
+        self.queries
+            .borrow_mut()
+            .push(format!("get {} {name}", kind.kind()));
+        Ok(self
+            .items
+            .iter()
+            .find(|o| {
+                o["kind"] == kind.kind()
+                    && o["metadata"]["name"] == name
+                    && o["metadata"]["namespace"].as_str() == namespace
+            })
+            .map(|o| o.to_string().into_bytes()))
+    }
+    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
+        self.queries
+            .borrow_mut()
+            .push(format!("list {}", kind.kind()));
+        let items: Vec<&Value> = self.items.iter().filter(|o| o["kind"] == kind.kind()).collect();
+        Ok(json!({"kind": format!("{}List", kind.kind()), "items": items})
+            .to_string()
+            .into_bytes())
+    }
+}
+
+// Builders in the manner of upstream's test_utils.go.
+
+fn pvc(name: &str, class: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"storageClassName": class, "accessModes": ["ReadWriteOnce"]},
+        "status": {"phase": "Pending"}})
+}
+
+fn bound_to(mut claim: Value, pv: &str) -> Value {
+    claim["spec"]["volumeName"] = json!(pv);
+    claim["metadata"]["annotations"] = json!({objects::ANN_BIND_COMPLETED: "yes"});
+    claim["status"]["phase"] = json!("Bound");
+    claim
+}
+
+fn requesting(mut claim: Value, size: &str) -> Value {
+    claim["spec"]["resources"] = json!({"requests": {"storage": size}});
+    claim
+}
+
+fn pv(name: &str, class: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+        "spec": {"storageClassName": class, "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"]},
+        "status": {"phase": "Available"}})
+}
+
+fn sized(mut volume: Value, size: &str) -> Value {
+    volume["spec"]["capacity"]["storage"] = json!(size);
+    volume
+}
+
+/// One term, one `In` expression per pair (`withNodeAffinity`).
+fn pinned(mut volume: Value, pairs: &[(&str, &[&str])]) -> Value {
+    let exprs: Vec<Value> = pairs
+        .iter()
+        .map(|(k, vs)| json!({"key": k, "operator": "In", "values": vs}))
+        .collect();
+    volume["spec"]["nodeAffinity"] =
+        json!({"required": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}});
+    volume
+}
+
+fn labelled(mut object: Value, labels: Value) -> Value {
+    object["metadata"]["labels"] = labels;
+    object
+}
+
+fn class(name: &str, mode: &str, provisioner: &str) -> Value {
+    json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+        "provisioner": provisioner, "volumeBindingMode": mode})
+}
+
+fn allowed(mut sc: Value, key: &str, values: &[&str]) -> Value {
+    sc["allowedTopologies"] =
+        json!([{"matchLabelExpressions": [{"key": key, "values": values}]}]);
+    sc
+}
+
+fn wait(name: &str) -> Value {
+    class(name, "WaitForFirstConsumer", "kubernetes.io/no-provisioner")
+}
+
+fn claims(names: &[&str]) -> Vec<PodVolume> {
+    names
+        .iter()
+        .map(|n| PodVolume {
+            name: format!("vol-{n}"),
+            source: ClaimSource::Claim(n.to_string()),
+        })
+        .collect()
+}
+
+fn host(name: &str, labels: Value) -> Node<'static> {
+    let mut labels = labels;
+    labels[H] = json!(name);
+    node(json!({"name": name, "labels": labels}))
+}
+
+fn subject() -> Subject<'static> {
+    Subject {
+        user: "system:serviceaccount:kubewarden:policy-server",
+        groups: Vec::new(),
+    }
+}
+
+/// Resolves the pod's claims against `objects` and checks every node:
+/// `Err(message)` for a pod-level refusal, else each node's reasons
+/// (empty: it passes).
+fn verdicts(
+    objects: Vec<Value>,
+    volumes: &[PodVolume],
+    nodes: &[Node<'static>],
+) -> Result<Vec<Vec<String>>, String> {
+    let cluster = Objects::new(objects);
+    let pod = PodRef {
+        name: Some("test-pod"),
+        namespace: NS,
+        claims: volumes,
+    };
+    let check = match resolve(&pod, &subject(), &cluster) {
+        Ok(check) => check,
+        Err(Refusal::Pod(why)) => return Err(why),
+        Err(other) => panic!("not a pod-level refusal: {other:?}"),
+    };
+    Ok(nodes
+        .iter()
+        .map(|n| match check.check(n) {
+            Ok(()) => Vec::new(),
+            Err(unfit) => unfit.reasons().map(|r| r.to_string()).collect(),
+        })
+        .collect())
+}
+
+const BIND: &str = "node(s) didn't find available persistent volumes to bind";
+const AFFINITY: &str = "node(s) had volume node affinity conflict";
+const NO_ZONE: &str = "node(s) had no available volume zone";
+
+fn pass() -> Vec<String> {
+    Vec::new()
+}
+
+fn fail(reasons: &[&str]) -> Vec<String> {
+    reasons.iter().map(|r| r.to_string()).collect()
+}
+
+/// `volume_binding_test.go`, `TestVolumeBinding`.
+#[test]
+fn upstream_volume_binding_cases() {
+    let node_a = || vec![host("node-a", json!({}))];
+    let wait_sc = wait("wait-sc");
+    let immediate_sc = class("immediate-sc", "Immediate", "");
+    type Case = (&'static str, Vec<Value>, Vec<&'static str>, Vec<Node<'static>>, Result<Vec<Vec<String>>, String>);
+    let cases: Vec<Case> = vec![
+        ("all bound", vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a"), pv("pv-a", "wait-sc")],
+            vec!["pvc-a"], node_a(), Ok(vec![pass()])),
+        ("all bound with local volumes",
+            vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a"), bound_to(pvc("pvc-b", "wait-sc"), "pv-b"),
+                 pinned(pv("pv-a", "wait-sc"), &[(H, &["node-a"])]), pinned(pv("pv-b", "wait-sc"), &[(H, &["node-a"])])],
+            vec!["pvc-a", "pvc-b"], vec![host("node-a", json!({})), host("node-b", json!({}))],
+            Ok(vec![pass(), fail(&[AFFINITY])])),
+        ("PVC does not exist", vec![], vec!["pvc-a"], node_a(),
+            Err("persistentvolumeclaim \"pvc-a\" not found".into())),
+        ("Part of PVCs do not exist", vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a"), pv("pv-a", "wait-sc")],
+            vec!["pvc-a", "pvc-b"], node_a(), Err("persistentvolumeclaim \"pvc-b\" not found".into())),
+        // Upstream refuses the pod until the claim is bound; statically, an
+        // Immediate class without a provisioner and no Available PV can
+        // never bind it: no node.
+        ("immediate claims not bound", vec![immediate_sc.clone(), pvc("pvc-a", "immediate-sc")],
+            vec!["pvc-a"], node_a(), Ok(vec![fail(&[BIND])])),
+        ("unbound claims no matches", vec![wait_sc.clone(), pvc("pvc-a", "wait-sc")],
+            vec!["pvc-a"], node_a(), Ok(vec![fail(&[BIND])])),
+        ("bound and unbound unsatisfied",
+            vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a"), pvc("pvc-b", "wait-sc"),
+                 pinned(pv("pv-a", "wait-sc"), &[("foo", &["bar"])])],
+            vec!["pvc-a", "pvc-b"], vec![host("node-a", json!({"foo": "barbar"}))],
+            Ok(vec![fail(&[AFFINITY, BIND])])),
+        // Upstream: every node fails (PVNotExist); no node ever can.
+        ("pv not found", vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a")],
+            vec!["pvc-a"], node_a(), Err("persistentvolume \"pv-a\" not found".into())),
+        ("pv not found claim lost", vec![wait_sc.clone(), {
+                let mut c = bound_to(pvc("pvc-a", "wait-sc"), "pv-a");
+                c["status"]["phase"] = json!("Lost");
+                c
+            }],
+            vec!["pvc-a"], node_a(),
+            Err("persistentvolumeclaim \"pvc-a\" bound to non-existent persistentvolume \"pv-a\"".into())),
+        ("local volumes with close capacity are preferred",
+            vec![wait_sc.clone(), requesting(pvc("pvc-a", "wait-sc"), "50Gi"),
+                 pinned(sized(pv("pv-a-0", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
+                 pinned(sized(pv("pv-a-1", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
+                 pinned(sized(pv("pv-b-0", "wait-sc"), "100Gi"), &[(H, &["node-b"])]),
+                 pinned(sized(pv("pv-b-1", "wait-sc"), "100Gi"), &[(H, &["node-b"])])],
+            vec!["pvc-a"], vec![host("node-a", json!({})), host("node-b", json!({})), host("node-c", json!({}))],
+            Ok(vec![pass(), pass(), fail(&[BIND])])),
+        ("local volumes with close capacity are preferred (multiple pvcs)",
+            vec![wait_sc.clone(), wait("wait-hdd-sc"),
+                 requesting(pvc("pvc-0", "wait-sc"), "50Gi"), requesting(pvc("pvc-1", "wait-hdd-sc"), "100Gi"),
+                 pinned(sized(pv("pv-a-0", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
+                 pinned(sized(pv("pv-a-2", "wait-hdd-sc"), "200Gi"), &[(H, &["node-a"])]),
+                 pinned(sized(pv("pv-b-0", "wait-sc"), "100Gi"), &[(H, &["node-b"])]),
+                 pinned(sized(pv("pv-b-2", "wait-hdd-sc"), "100Gi"), &[(H, &["node-b"])])],
+            vec!["pvc-0", "pvc-1"], vec![host("node-a", json!({})), host("node-b", json!({})), host("node-c", json!({}))],
+            Ok(vec![pass(), pass(), fail(&[BIND])])),
+        ("zonal volumes with close capacity are preferred",
+            vec![wait_sc.clone(), requesting(pvc("pvc-a", "wait-sc"), "50Gi"),
+                 pinned(sized(pv("pv-a-0", "wait-sc"), "200Gi"), &[(REGION, &["region-a"]), (ZONE, &["zone-a"])]),
+                 pinned(sized(pv("pv-b-0", "wait-sc"), "100Gi"), &[(REGION, &["region-b"]), (ZONE, &["zone-b"])])],
+            vec!["pvc-a"],
+            vec![host("zone-a-node-a", json!({REGION: "region-a", ZONE: "zone-a"})),
+                 host("zone-b-node-a", json!({REGION: "region-b", ZONE: "zone-b"})),
+                 host("zone-c-node-a", json!({REGION: "region-c", ZONE: "zone-c"}))],
+            Ok(vec![pass(), pass(), fail(&[BIND])])),
+    ];
+    for (name, objects, names, nodes, expected) in cases {
+        assert_eq!(verdicts(objects, &claims(&names), &nodes), expected, "{name}");
+    }
+}
+
+/// `binder_test.go`, `TestFindPodVolumesWithoutProvisioning` and
+/// `TestFindPodVolumesWithProvisioning`, on upstream's node `node1`
+/// (`nodeKey: node1`).
+#[test]
+fn upstream_binder_cases() {
+    const KEY: &str = "nodeKey";
+    let node1 = || vec![node(json!({"name": "node1", "labels": {KEY: "node1"}}))];
+    let wait_sc = wait("waitClass");
+    let provisioner = allowed(class("waitClassWithProvisioner", "WaitForFirstConsumer", "test-provisioner"), KEY, &["node1", "reference-value"]);
+    let topo_mismatch = allowed(class("topoMismatchClass", "WaitForFirstConsumer", "test-provisioner"), KEY, &["reference-value"]);
+    let unbound = || requesting(pvc("unbound-pvc", "waitClass"), "1G");
+    let unbound2 = || requesting(pvc("unbound-pvc2", "waitClass"), "5G");
+    let pv_node1a = || pinned(sized(pv("pv-node1a", "waitClass"), "5G"), &[(KEY, &["node1"])]);
+    let pv_node1b = || pinned(sized(pv("pv-node1b", "waitClass"), "10G"), &[(KEY, &["node1"])]);
+    let pv_node2 = || pinned(sized(pv("pv-node2", "waitClass"), "1G"), &[(KEY, &["node2"])]);
+    let bound_pvc = || bound_to(pvc("bound-pvc", "waitClass"), "pv-bound");
+    let pv_bound = || {
+        let mut v = pinned(pv("pv-bound", "waitClass"), &[(KEY, &["node1"])]);
+        v["spec"]["claimRef"] = json!({"name": "bound-pvc", "namespace": NS});
+        v["status"]["phase"] = json!("Bound");
+        v
+    };
+    type Case = (&'static str, Vec<Value>, Vec<&'static str>, Result<Vec<Vec<String>>, String>);
+    let cases: Vec<Case> = vec![
+        ("no-pvcs", vec![], vec![], Ok(vec![pass()])),
+        ("pvc-not-found", vec![], vec!["bound-pvc"], Err("persistentvolumeclaim \"bound-pvc\" not found".into())),
+        ("bound-pvc", vec![wait_sc.clone(), bound_pvc(), pv_bound()], vec!["bound-pvc"], Ok(vec![pass()])),
+        ("bound-pvc,pv-not-exists", vec![wait_sc.clone(), bound_pvc()], vec!["bound-pvc"],
+            Err("persistentvolume \"pv-bound\" not found".into())),
+        ("unbound-pvc,pv-same-node", vec![wait_sc.clone(), unbound(), pv_node2(), pv_node1a(), pv_node1b()],
+            vec!["unbound-pvc"], Ok(vec![pass()])),
+        ("unbound-pvc,pv-different-node", vec![wait_sc.clone(), unbound(), pv_node2()],
+            vec!["unbound-pvc"], Ok(vec![fail(&[BIND])])),
+        ("two-unbound-pvcs", vec![wait_sc.clone(), unbound(), unbound2(), pv_node1a(), pv_node1b()],
+            vec!["unbound-pvc", "unbound-pvc2"], Ok(vec![pass()])),
+        ("two-unbound-pvcs,order-by-size", vec![wait_sc.clone(), unbound(), unbound2(), pv_node1a(), pv_node1b()],
+            vec!["unbound-pvc2", "unbound-pvc"], Ok(vec![pass()])),
+        // One PV for two claims: each PV binds once.
+        ("two-unbound-pvcs,partial-match", vec![wait_sc.clone(), unbound(), unbound2(), pv_node1a()],
+            vec!["unbound-pvc", "unbound-pvc2"], Ok(vec![fail(&[BIND])])),
+        ("one-bound,one-unbound", vec![wait_sc.clone(), unbound(), bound_pvc(), pv_bound(), pv_node1a()],
+            vec!["unbound-pvc", "bound-pvc"], Ok(vec![pass()])),
+        ("one-bound,one-unbound,no-match", vec![wait_sc.clone(), unbound(), bound_pvc(), pv_bound(), pv_node2()],
+            vec!["unbound-pvc", "bound-pvc"], Ok(vec![fail(&[BIND])])),
+        ("immediate-bound-pvc-wrong-node", vec![class("immediateClass", "Immediate", ""),
+                bound_to(pvc("immediate-bound-pvc", "immediateClass"), "pv-bound-immediate"),
+                pinned(pv("pv-bound-immediate", "immediateClass"), &[(KEY, &["node2"])])],
+            vec!["immediate-bound-pvc"], Ok(vec![fail(&[AFFINITY])])),
+        // A pre-bound claim whose PV names it binds there: treated as bound.
+        ("prebound-pvc", vec![wait_sc.clone(), {
+                let mut c = pvc("prebound-pvc", "waitClass");
+                c["spec"]["volumeName"] = json!("pv-node1a");
+                c
+            }, {
+                let mut v = pv_node1a();
+                v["spec"]["claimRef"] = json!({"name": "prebound-pvc", "namespace": NS});
+                v
+            }],
+            vec!["prebound-pvc"], Ok(vec![pass()])),
+        ("one-provisioned", vec![provisioner.clone(), requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G")],
+            vec!["provisioned-pvc"], Ok(vec![pass()])),
+        ("two-unbound-pvcs,one-matched,one-provisioned",
+            vec![wait_sc.clone(), provisioner.clone(), unbound(), pv_node1a(),
+                 requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G")],
+            vec!["unbound-pvc", "provisioned-pvc"], Ok(vec![pass()])),
+        ("one-binding,one-selected-node",
+            vec![wait_sc.clone(), provisioner.clone(), bound_pvc(), pv_bound(), {
+                let mut c = requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G");
+                c["metadata"]["annotations"] = json!({objects::ANN_SELECTED_NODE: "node1"});
+                c
+            }],
+            vec!["bound-pvc", "provisioned-pvc"], Ok(vec![pass()])),
+        ("invalid-provisioner", vec![wait_sc.clone(), pvc("no-provisioner-pvc", "waitClass")],
+            vec!["no-provisioner-pvc"], Ok(vec![fail(&[BIND])])),
+        ("volume-topology-unsatisfied", vec![topo_mismatch, pvc("topo-mismatch-pvc", "topoMismatchClass")],
+            vec!["topo-mismatch-pvc"], Ok(vec![fail(&[BIND])])),
+    ];
+    for (name, objects, names, expected) in cases {
+        assert_eq!(verdicts(objects, &claims(&names), &node1()), expected, "{name}");
+    }
+}
+
+/// Bound `persistentVolumeClaim` volumes go through VolumeZone after
+/// VolumeBinding (`volume_zone_test.go`, `TestWithBinding`, statically).
+#[test]
+fn bound_zonal_volumes_need_a_node_in_their_zone() {
+    let claim = bound_to(pvc("data-0", "standard"), "pv-b");
+    let disk = labelled(pv("pv-b", "standard"), json!({ZONE: "zone-b", REGION: "r"}));
+    let nodes = [
+        host("a", json!({ZONE: "zone-a", REGION: "r"})),
+        host("b", json!({ZONE: "zone-b", REGION: "r"})),
+        host("plain", json!({})),
+    ];
+    assert_eq!(
+        verdicts(vec![claim.clone(), disk.clone()], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[NO_ZONE]), pass(), pass()])
+    );
+    // Beta label on the PV, GA on the node: falls back; and a multi-zone disk.
+    let beta = labelled(pv("pv-b", "standard"), json!({BETA_ZONE: "zone-c__zone-b"}));
+    assert_eq!(
+        verdicts(vec![claim.clone(), beta], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[NO_ZONE]), pass(), pass()])
+    );
+    // Several claims with conflicting zones: no node has both.
+    let other = bound_to(pvc("data-1", "standard"), "pv-a");
+    let disk_a = labelled(pv("pv-a", "standard"), json!({ZONE: "zone-a"}));
+    assert_eq!(
+        verdicts(vec![claim, disk, other, disk_a], &claims(&["data-0", "data-1"]), &nodes),
+        Ok(vec![fail(&[NO_ZONE]), fail(&[NO_ZONE]), pass()])
+    );
+}
+
+/// VolumeBinding comes first: a node with a node-affinity conflict does not
+/// also report the zone.
+#[test]
+fn the_binding_reason_comes_before_the_zone_reason() {
+    let claim = bound_to(pvc("data-0", "standard"), "pv-b");
+    let disk = labelled(
+        pinned(pv("pv-b", "standard"), &[(ZONE, &["zone-b"])]),
+        json!({ZONE: "zone-b"}),
+    );
+    let nodes = [host("a", json!({ZONE: "zone-a"}))];
+    assert_eq!(
+        verdicts(vec![claim, disk], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[AFFINITY])])
+    );
+}
+
+#[test]
+fn matchfields_never_constrain_a_volume() {
+    let claim = bound_to(pvc("data-0", "standard"), "pv");
+    let mut disk = pv("pv", "standard");
+    disk["spec"]["nodeAffinity"] = json!({"required": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["elsewhere"]}]}]}});
+    let nodes = [host("a", json!({}))];
+    assert_eq!(
+        verdicts(vec![claim.clone(), disk.clone()], &claims(&["data-0"]), &nodes),
+        Ok(vec![pass()])
+    );
+    // With a label expression, the fields are dropped and the labels decide.
+    disk["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"] =
+        json!([{"key": ZONE, "operator": "In", "values": ["zone-b"]}]);
+    assert_eq!(
+        verdicts(vec![claim, disk], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[AFFINITY])])
+    );
+}
+
+/// Local PVs (`kubernetes.io/no-provisioner`, WaitForFirstConsumer): a node
+/// passes only with an Available PV of the class that fits the claim.
+#[test]
+fn local_volumes_bind_where_they_are() {
+    let local = wait("local-storage");
+    let claim = requesting(pvc("data-0", "local-storage"), "100Gi");
+    let on = |node: &str, size: &str| {
+        pinned(sized(pv(&format!("local-{node}-{size}"), "local-storage"), size), &[(H, &[node])])
+    };
+    let taken = {
+        let mut v = on("b", "500Gi");
+        v["spec"]["claimRef"] = json!({"name": "someone-else", "namespace": NS});
+        v["status"]["phase"] = json!("Bound");
+        v
+    };
+    let nodes = [host("a", json!({})), host("b", json!({})), host("c", json!({}))];
+    assert_eq!(
+        verdicts(
+            vec![local, claim, on("a", "200Gi"), taken, on("c", "50Gi")],
+            &claims(&["data-0"]),
+            &nodes
+        ),
+        Ok(vec![pass(), fail(&[BIND]), fail(&[BIND])]),
+        "a is big enough, b's PV is taken, c's is too small"
+    );
+}
+
+#[test]
+fn candidate_volumes_must_match_mode_access_class_and_selector() {
+    let nodes = [host("a", json!({}))];
+    let base = || requesting(pvc("data-0", "local"), "1Gi");
+    let disk = || pv("pv", "local");
+    let run = |claim: Value, volume: Value| {
+        verdicts(vec![wait("local"), claim, volume], &claims(&["data-0"]), &nodes)
+    };
+    assert_eq!(run(base(), disk()), Ok(vec![pass()]));
+    let mut block = base();
+    block["spec"]["volumeMode"] = json!("Block");
+    assert_eq!(run(block, disk()), Ok(vec![fail(&[BIND])]), "volumeMode");
+    let mut many = base();
+    many["spec"]["accessModes"] = json!(["ReadWriteMany"]);
+    assert_eq!(run(many, disk()), Ok(vec![fail(&[BIND])]), "access modes");
+    assert_eq!(run(base(), pv("pv", "other")), Ok(vec![fail(&[BIND])]), "class");
+    let mut released = disk();
+    released["status"]["phase"] = json!("Released");
+    assert_eq!(run(base(), released), Ok(vec![fail(&[BIND])]), "not Available");
+    let mut picky = base();
+    picky["spec"]["selector"] = json!({"matchLabels": {"tier": "fast"}});
+    assert_eq!(run(picky.clone(), disk()), Ok(vec![fail(&[BIND])]), "selector");
+    assert_eq!(
+        run(picky, labelled(disk(), json!({"tier": "fast"}))),
+        Ok(vec![pass()])
+    );
+}
+
+/// WaitForFirstConsumer with a provisioner: `allowedTopologies` decide,
+/// keys as written (no beta/GA translation).
+#[test]
+fn provisioning_follows_allowed_topologies() {
+    let nodes = [
+        host("a", json!({ZONE: "zone-a"})),
+        host("b", json!({ZONE: "zone-b"})),
+        host("beta-b", json!({BETA_ZONE: "zone-b"})),
+    ];
+    let zonal = allowed(class("zonal", "WaitForFirstConsumer", "ebs.csi.aws.com"), ZONE, &["zone-b"]);
+    assert_eq!(
+        verdicts(vec![zonal, pvc("data-0", "zonal")], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[BIND]), pass(), fail(&[BIND])])
+    );
+    let anywhere = class("anywhere", "WaitForFirstConsumer", "ebs.csi.aws.com");
+    assert_eq!(
+        verdicts(vec![anywhere, pvc("data-0", "anywhere")], &claims(&["data-0"]), &nodes),
+        Ok(vec![pass(), pass(), pass()])
+    );
+}
+
+#[test]
+fn a_selected_node_restricts_the_claim_to_it() {
+    let nodes = [host("a", json!({})), host("b", json!({}))];
+    let sc = class("fast", "WaitForFirstConsumer", "ebs.csi.aws.com");
+    let mut claim = pvc("data-0", "fast");
+    claim["metadata"]["annotations"] = json!({objects::ANN_SELECTED_NODE: "b"});
+    assert_eq!(
+        verdicts(vec![sc, claim], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[BIND]), pass()])
+    );
+}
+
+/// An unbound Immediate claim: binding is in flight; a node passes if one
+/// possible outcome works there, checked as a bound volume (zone included).
+#[test]
+fn immediate_claims_pass_where_a_possible_volume_works() {
+    let nodes = [host("a", json!({ZONE: "zone-a"})), host("b", json!({ZONE: "zone-b"}))];
+    let sc = class("manual", "Immediate", "");
+    let disk = labelled(pv("pv-b", "manual"), json!({ZONE: "zone-b"}));
+    assert_eq!(
+        verdicts(vec![sc.clone(), pvc("data-0", "manual"), disk], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[BIND]), pass()])
+    );
+    // A class that does not exist: only an Available PV of that name's class.
+    let disk = labelled(pv("pv-b", "ghost"), json!({ZONE: "zone-b"}));
+    assert_eq!(
+        verdicts(vec![pvc("data-0", "ghost"), disk], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[BIND]), pass()])
+    );
+    // An Immediate class that provisions anywhere: every node.
+    let dynamic = class("gp3", "Immediate", "ebs.csi.aws.com");
+    assert_eq!(
+        verdicts(vec![dynamic, pvc("data-0", "gp3")], &claims(&["data-0"]), &nodes),
+        Ok(vec![pass(), pass()])
+    );
+}
+
+#[test]
+fn pod_level_failures_name_the_claim() {
+    let nodes = [host("a", json!({}))];
+    let mut deleting = pvc("data-0", "standard");
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-11-29T00:00:00Z");
+    assert_eq!(
+        verdicts(vec![deleting], &claims(&["data-0"]), &nodes),
+        Err("persistentvolumeclaim \"data-0\" is being deleted".into())
+    );
+    // Pre-bound to a PV that is gone, or that is bound to another claim.
+    let mut pre = pvc("data-0", "standard");
+    pre["spec"]["volumeName"] = json!("pv-x");
+    let expected = Err("pod has unbound immediate PersistentVolumeClaims".to_string());
+    assert_eq!(verdicts(vec![pre.clone()], &claims(&["data-0"]), &nodes), expected);
+    let mut other = pv("pv-x", "standard");
+    other["spec"]["claimRef"] = json!({"name": "other", "namespace": NS});
+    assert_eq!(verdicts(vec![pre.clone(), other], &claims(&["data-0"]), &nodes), expected);
+    // Pre-bound to a free PV that satisfies it: it binds there.
+    let free = pinned(pv("pv-x", "standard"), &[(H, &["b"])]);
+    assert_eq!(
+        verdicts(vec![pre, free], &claims(&["data-0"]), &nodes),
+        Ok(vec![fail(&[AFFINITY])])
+    );
+}
+
+fn ephemeral(volume: &str, spec: Value) -> PodVolume {
+    PodVolume {
+        name: volume.into(),
+        source: ClaimSource::Ephemeral(Box::new(
+            serde_json::from_value(json!({"spec": spec})).unwrap(),
+        )),
+    }
+}
+
+/// Generic ephemeral volumes are judged as the claim their controller will
+/// create: an unbound claim of the template's class, or the default class.
+#[test]
+fn ephemeral_volumes_use_their_template() {
+    let nodes = [host("a", json!({ZONE: "zone-a"})), host("b", json!({ZONE: "zone-b"}))];
+    let zonal = |name: &str, default: bool, created: &str| {
+        let mut sc = allowed(class(name, "WaitForFirstConsumer", "ebs.csi.aws.com"), ZONE, &["zone-b"]);
+        sc["metadata"]["creationTimestamp"] = json!(created);
+        if default {
+            sc["metadata"]["annotations"] = json!({objects::ANN_DEFAULT_CLASS: "true"});
+        }
+        sc
+    };
+    let named = ephemeral("scratch", json!({"storageClassName": "zonal", "accessModes": ["ReadWriteOnce"]}));
+    assert_eq!(
+        verdicts(vec![zonal("zonal", false, "2026-01-01T00:00:00Z")], &[named], &nodes),
+        Ok(vec![fail(&[BIND]), pass()])
+    );
+    // No class: the newest default class.
+    let unnamed = ephemeral("scratch", json!({"accessModes": ["ReadWriteOnce"]}));
+    let everywhere = {
+        let mut sc = class("old-default", "WaitForFirstConsumer", "ebs.csi.aws.com");
+        sc["metadata"]["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
+        sc["metadata"]["annotations"] = json!({objects::ANN_DEFAULT_CLASS: "true"});
+        sc
+    };
+    assert_eq!(
+        verdicts(
+            vec![everywhere.clone(), zonal("new-default", true, "2026-01-01T00:00:00Z")],
+            std::slice::from_ref(&unnamed),
+            &nodes
+        ),
+        Ok(vec![fail(&[BIND]), pass()])
+    );
+    // No default class: class "", which only a class-less Available PV serves.
+    assert_eq!(
+        verdicts(vec![zonal("zonal", false, "2026-01-01T00:00:00Z")], std::slice::from_ref(&unnamed), &nodes),
+        Ok(vec![fail(&[BIND]), fail(&[BIND])])
+    );
+    assert_eq!(
+        verdicts(
+            vec![pinned(pv("manual", ""), &[(ZONE, &["zone-a"])])],
+            &[unnamed],
+            &nodes
+        ),
+        Ok(vec![pass(), fail(&[BIND])])
+    );
+}
+
+/// `binder_test.go` `generic-ephemeral,wrong-pvc`: the claim name is taken
+/// by a claim the pod does not own.
+#[test]
+fn an_ephemeral_claim_name_taken_by_another_claim_fails_the_pod() {
+    let nodes = [host("a", json!({}))];
+    let spec = json!({"storageClassName": "standard"});
+    let mut taken = pvc("test-pod-scratch", "standard");
+    taken["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "Pod", "name": "someone-else", "uid": "u", "controller": true}]);
+    assert_eq!(
+        verdicts(vec![taken.clone()], &[ephemeral("scratch", spec.clone())], &nodes),
+        Err("PVC default/test-pod-scratch was not created for pod default/test-pod (pod is not owner)".into())
+    );
+    // Owned by an earlier pod of this name: it goes with that pod.
+    taken["metadata"]["ownerReferences"][0]["name"] = json!("test-pod");
+    let sc = class("standard", "WaitForFirstConsumer", "ebs.csi.aws.com");
+    assert_eq!(
+        verdicts(vec![taken, sc], &[ephemeral("scratch", spec)], &nodes),
+        Ok(vec![pass()])
+    );
+}
+
+/// Each object is read once, lists only when needed, and each list is
+/// asked about first.
+#[test]
+fn host_calls_are_few_and_lists_are_asked_about_first() {
+    let run = |objects: Vec<Value>, names: &[&str]| {
+        let cluster = Objects::new(objects);
+        let volumes = claims(names);
+        let pod = PodRef {
+            name: Some("p"),
+            namespace: NS,
+            claims: &volumes,
+        };
+        let _ = resolve(&pod, &subject(), &cluster);
+        cluster.queries.take()
+    };
+    // A bound claim: the claim and its volume, nothing else.
+    assert_eq!(
+        run(vec![bound_to(pvc("data-0", "gp3"), "pv"), pv("pv", "gp3")], &["data-0"]),
+        vec!["get PersistentVolumeClaim data-0", "get PersistentVolume pv"]
+    );
+    // A class that provisions anywhere: no PV list.
+    assert_eq!(
+        run(
+            vec![class("gp3", "WaitForFirstConsumer", "ebs.csi.aws.com"), pvc("a", "gp3"), pvc("b", "gp3")],
+            &["a", "b"]
+        ),
+        vec!["get PersistentVolumeClaim a", "get StorageClass gp3", "get PersistentVolumeClaim b"]
+    );
+    // Local volumes: one PV list for both claims, after can_i.
+    assert_eq!(
+        run(vec![wait("local"), pvc("a", "local"), pvc("b", "local")], &["a", "b"]),
+        vec![
+            "get PersistentVolumeClaim a",
+            "get StorageClass local",
+            "can_i list persistentvolumes",
+            "can_i watch persistentvolumes",
+            "list PersistentVolume",
+            "get PersistentVolumeClaim b",
+        ]
+    );
+}
+
+#[test]
+fn a_list_policy_server_may_not_make_is_never_made() {
+    let mut cluster = Objects::new(vec![wait("local"), pvc("a", "local")]);
+    cluster.denied = vec!["persistentvolumes"];
+    let volumes = claims(&["a"]);
+    let pod = PodRef {
+        name: Some("p"),
+        namespace: NS,
+        claims: &volumes,
+    };
+    let refusal = resolve(&pod, &subject(), &cluster).unwrap_err();
+    assert_eq!(
+        refusal,
+        Refusal::Denied {
+            resource: "persistentvolumes".into(),
+            verbs: vec!["list", "watch"]
+        }
+    );
+    assert!(refusal.is_forbidden());
+    assert!(!cluster.queries.take().contains(&"list PersistentVolume".to_string()));
+}
+
+#[test]
+fn malformed_answers_are_refusals_not_panics() {
+    let nodes = [host("a", json!({}))];
+    for bad in [
+        json!({"kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": NS}, "spec": {"accessModes": "RWO"}}),
+        json!({"kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": NS},
+            "spec": {"storageClassName": "x", "resources": {"requests": {"storage": "lots"}}}}),
+    ] {
+        let cluster = Objects::new(vec![bad]);
+        let volumes = claims(&["data-0"]);
+        let pod = PodRef {
+            name: None,
+            namespace: NS,
+            claims: &volumes,
+        };
+        assert!(matches!(resolve(&pod, &subject(), &cluster), Err(Refusal::Invalid(_))));
+    }
+    let _ = nodes;
+}
