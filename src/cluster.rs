@@ -196,7 +196,8 @@ pub trait Cluster {
     }
 
     /// Whether `subject` may `verb` `resource` cluster-wide.
-    fn may(&self, subject: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError>;
+    fn may(&self, subject: &Subject, verb: &str, resource: Resource)
+    -> Result<Access, LookupError>;
 
     /// The object `name` of `kind` (in `namespace` when namespaced), unmasked;
     /// `Ok(None)` when it does not exist. A direct GET: it fails fast.
@@ -338,7 +339,12 @@ impl Cluster for HostCluster {
         }
     }
 
-    fn may(&self, subject: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError> {
+    fn may(
+        &self,
+        subject: &Subject,
+        verb: &str,
+        resource: Resource,
+    ) -> Result<Access, LookupError> {
         let bytes = Self::call("can_i", &access_request(subject, verb, resource))
             .map_err(LookupError::from_host)?;
         parse_access(&bytes)

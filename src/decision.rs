@@ -4,11 +4,11 @@
 
 use crate::cluster::{Cluster, LookupError, LookupErrorKind};
 use crate::pod::PodFacts;
-use crate::scheduling::Constraints;
-use crate::volumes::{self, PodRef, Refusal};
 use crate::request::{self, AdmissionRequest};
+use crate::scheduling::Constraints;
 use crate::scheduling::Feasibility;
 use crate::settings::{Outcome, Settings};
+use crate::volumes::{self, PodRef, Refusal};
 use crate::{mutation, runtime_class};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,7 +243,10 @@ fn volume_refused(settings: &Settings, user: &str, refusal: Refusal) -> Decision
                 LookupErrorKind::Forbidden => format!(" (forbidden: {GRANT})"),
                 LookupErrorKind::NotFound | LookupErrorKind::Failed => String::new(),
             };
-            Decision::not_assigned(settings.lookup_failure, format!("{what}{hint}: {}", error.message))
+            Decision::not_assigned(
+                settings.lookup_failure,
+                format!("{what}{hint}: {}", error.message),
+            )
         }
         Refusal::Invalid(why) => Decision::not_assigned(settings.lookup_failure, why),
     }

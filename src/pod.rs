@@ -11,8 +11,8 @@ use serde_json::value::RawValue;
 
 use crate::quantity::Quantity;
 use crate::resources::{ContainerResources, PodResources, ResourceList};
-use crate::volumes::{ClaimSource, PodVolume};
 use crate::volumes::objects::Claim;
+use crate::volumes::{ClaimSource, PodVolume};
 
 /// Annotation the kubelet puts on the API mirror of a static pod.
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";

@@ -111,9 +111,9 @@ impl Settings {
                 }
                 "ignoredResources" => s.ignored_resources = strings(key, value)?,
                 "checkVolumes" => {
-                    s.check_volumes = value.as_bool().ok_or_else(|| {
-                        format!("checkVolumes must be true or false, got {value}")
-                    })?
+                    s.check_volumes = value
+                        .as_bool()
+                        .ok_or_else(|| format!("checkVolumes must be true or false, got {value}"))?
                 }
                 "policyServerServiceAccount" => {
                     s.policy_server_service_account = string(key, value)?
@@ -254,6 +254,12 @@ mod tests {
         assert_eq!(s.no_feasible_node, Outcome::Reject);
         assert_eq!(s.lookup_failure, Outcome::Reject);
         assert!(!s.skip_host_namespaces);
+        assert!(Settings::default().check_volumes, "on by default");
+        assert!(
+            !Settings::from_value(&json!({"checkVolumes": false}))
+                .unwrap()
+                .check_volumes
+        );
     }
 
     #[test]
@@ -285,6 +291,10 @@ mod tests {
             (
                 json!({"skipHostNamespaces": "yes"}),
                 "skipHostNamespaces must be true or false",
+            ),
+            (
+                json!({"checkVolumes": "false"}),
+                "checkVolumes must be true or false, got \"false\"",
             ),
             (json!([]), "settings must be a JSON object"),
             (

@@ -504,7 +504,12 @@ impl Cluster for Selecting {
         })
     }
     // The generated pods have no claims.
-    fn object(&self, _: VolumeKind, _: Option<&str>, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
+    fn object(
+        &self,
+        _: VolumeKind,
+        _: Option<&str>,
+        _: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(None)
     }
     fn objects(&self, _: VolumeKind) -> Result<Vec<u8>, LookupError> {
@@ -535,7 +540,12 @@ impl Cluster for Fake {
         })
     }
     // The generated pods have no claims.
-    fn object(&self, _: VolumeKind, _: Option<&str>, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
+    fn object(
+        &self,
+        _: VolumeKind,
+        _: Option<&str>,
+        _: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(None)
     }
     fn objects(&self, _: VolumeKind) -> Result<Vec<u8>, LookupError> {

@@ -80,7 +80,12 @@ impl Cluster for FakeCluster {
             .find(|n| n["metadata"]["name"] == name)
             .map(|n| n.to_string().into_bytes()))
     }
-    fn may(&self, subject: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError> {
+    fn may(
+        &self,
+        subject: &Subject,
+        verb: &str,
+        resource: Resource,
+    ) -> Result<Access, LookupError> {
         self.queries.borrow_mut().push(format!(
             "CanI {verb} {} as {} {:?}",
             resource.resource, subject.user, subject.groups
@@ -130,9 +135,11 @@ impl Cluster for FakeCluster {
         let items: Vec<&Value> = (self.volume_objects.iter())
             .filter(|o| o["kind"] == kind.kind())
             .collect();
-        Ok(json!({"kind": format!("{}List", kind.kind()), "items": items})
-            .to_string()
-            .into_bytes())
+        Ok(
+            json!({"kind": format!("{}List", kind.kind()), "items": items})
+                .to_string()
+                .into_bytes(),
+        )
     }
 }
 
@@ -1050,5 +1057,186 @@ fn a_failing_access_question_fails_fast_without_listing() {
         queries.len(),
         2,
         "RuntimeClass, one can_i, nothing after: {queries:?}"
+    );
+}
+
+// Volumes: the decision around the volume check (its rules: volumes/tests.rs).
+
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+fn zonal_worker(name: &str, zone: &str) -> Value {
+    let mut n = worker(name);
+    n["metadata"]["labels"][ZONE] = json!(zone);
+    n
+}
+
+/// A StatefulSet-style claim bound to a disk in `zone` (a CSI PV: node
+/// affinity on the zone, and the zone label).
+fn zonal_claim(zone: &str) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data-web-0", "namespace": "default",
+                         "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+            "spec": {"storageClassName": "gp3", "volumeName": "pvc-1234", "accessModes": ["ReadWriteOnce"]},
+            "status": {"phase": "Bound"}}),
+        json!({"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": "pvc-1234", "labels": {ZONE: zone}},
+            "spec": {"storageClassName": "gp3", "capacity": {"storage": "10Gi"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions":
+                        [{"key": ZONE, "operator": "In", "values": [zone]}]}]}}},
+            "status": {"phase": "Bound"}}),
+    ]
+}
+
+fn claim_spec() -> Value {
+    json!({"containers": containers(),
+           "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]})
+}
+
+fn with_settings(spec: Value, settings: Value) -> Vec<u8> {
+    request(
+        "Pod",
+        "",
+        "CREATE",
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "default"}, "spec": spec}),
+        settings,
+    )
+}
+
+#[test]
+fn a_claim_bound_to_a_zone_without_kata_nodes_keeps_the_pod_off_kata() {
+    let cluster = FakeCluster::new(vec![
+        zonal_worker("worker-1", "zone-a"),
+        zonal_worker("worker-2", "zone-a"),
+    ])
+    .with_volume_objects(zonal_claim("zone-b"));
+    let d = decide_payload(&pod_request(claim_spec()), &cluster);
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) had volume node affinity conflict"
+    );
+    assert_eq!(
+        cluster.queries.take()[..3],
+        [
+            "RuntimeClass kata",
+            "Get PersistentVolumeClaim default/data-web-0",
+            "Get PersistentVolume pvc-1234"
+        ],
+        "the claim and its volume, by name, before the node list"
+    );
+    // A kata node in the disk's zone: Kata.
+    let cluster = FakeCluster::new(vec![
+        zonal_worker("worker-1", "zone-a"),
+        zonal_worker("worker-2", "zone-b"),
+    ])
+    .with_volume_objects(zonal_claim("zone-b"));
+    let d = decide_payload(&pod_request(claim_spec()), &cluster);
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+}
+
+#[test]
+fn check_volumes_false_reads_no_volume() {
+    let cluster = FakeCluster::new(vec![zonal_worker("worker-1", "zone-a")])
+        .with_volume_objects(zonal_claim("zone-b"));
+    let d = decide_payload(
+        &with_settings(claim_spec(), json!({"checkVolumes": false})),
+        &cluster,
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    assert!(
+        !cluster
+            .queries
+            .take()
+            .iter()
+            .any(|q| q.contains("Persistent"))
+    );
+}
+
+#[test]
+fn volumes_of_pods_bound_by_node_name_are_not_judged() {
+    let cluster = FakeCluster::new(vec![zonal_worker("worker-1", "zone-a")])
+        .with_volume_objects(zonal_claim("zone-b"));
+    let mut spec = claim_spec();
+    spec["nodeName"] = json!("worker-1");
+    let d = decide_payload(&pod_request(spec), &cluster);
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    assert!(
+        !cluster
+            .queries
+            .take()
+            .iter()
+            .any(|q| q.contains("Persistent"))
+    );
+}
+
+#[test]
+fn pods_without_claims_make_no_volume_call() {
+    let cluster = FakeCluster::new(vec![worker("worker-1")]);
+    let spec = json!({"containers": containers(),
+        "volumes": [{"name": "tmp", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "c"}}]});
+    let d = decide_payload(&pod_request(spec), &cluster);
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    assert!(
+        !cluster
+            .queries
+            .take()
+            .iter()
+            .any(|q| q.contains("Persistent") || q.contains("Storage"))
+    );
+}
+
+#[test]
+fn a_missing_claim_is_the_no_feasible_node_outcome() {
+    let cluster = FakeCluster::new(vec![worker("worker-1")]);
+    let d = decide_payload(&pod_request(claim_spec()), &cluster);
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: persistentvolumeclaim \"data-web-0\" not found"
+    );
+    assert!(
+        !cluster
+            .queries
+            .take()
+            .iter()
+            .any(|q| q.starts_with("Nodes") || q.starts_with("CanI")),
+        "no node can run the pod: the nodes are not read"
+    );
+    let d = decide_payload(
+        &with_settings(claim_spec(), json!({"noFeasibleNode": "reject"})),
+        &FakeCluster::new(vec![worker("worker-1")]),
+    );
+    assert!(matches!(d, Decision::Reject { code: None, .. }), "{d:?}");
+}
+
+#[test]
+fn a_refused_volume_read_names_the_permission_and_the_setting() {
+    let mut cluster = FakeCluster::new(vec![worker("worker-1")]);
+    cluster.volume_error = Some(LookupError::from_host(
+        "Host error: persistentvolumeclaims \"data-web-0\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource".into(),
+    ));
+    let text = leave_text(&decide_payload(&pod_request(claim_spec()), &cluster)).to_string();
+    assert!(
+        text.starts_with("kata runtime not assigned: cannot read PersistentVolumeClaim default/data-web-0 (forbidden: grant policy-server get on persistentvolumeclaims"),
+        "{text}"
+    );
+    assert!(text.contains("or set checkVolumes: false"), "{text}");
+    // A list policy-server may not make is not made.
+    let mut cluster = FakeCluster::new(vec![worker("worker-1")]).with_volume_objects(vec![
+        json!({"kind": "PersistentVolumeClaim", "metadata": {"name": "data-web-0", "namespace": "default"},
+            "spec": {"storageClassName": "local"}}),
+        json!({"kind": "StorageClass", "metadata": {"name": "local"},
+            "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}),
+    ]);
+    cluster.denied_resources = vec!["persistentvolumes"];
+    let text = leave_text(&decide_payload(&pod_request(claim_spec()), &cluster)).to_string();
+    assert!(
+        text.starts_with("kata runtime not assigned: cannot list persistentvolumes (forbidden: system:serviceaccount:kubewarden:policy-server may not list, watch persistentvolumes; grant"),
+        "{text}"
+    );
+    assert!(
+        !cluster
+            .queries
+            .take()
+            .contains(&"List PersistentVolume".to_string())
     );
 }

@@ -27,7 +27,10 @@ impl VolumeAffinity {
         };
         let terms = &required.node_selector_terms;
         let fields_only = |t: &NodeSelectorTerm| {
-            t.match_expressions.as_deref().unwrap_or_default().is_empty()
+            t.match_expressions
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty()
                 && !t.match_fields.as_deref().unwrap_or_default().is_empty()
         };
         // A term of fields only matches every node; the terms are ORed.
@@ -168,12 +171,19 @@ impl VolumeCheck {
             for candidate in &claim.candidates {
                 keys.extend(candidate.affinity.label_keys());
             }
-            keys.extend(claim.provisioning.iter().flat_map(|p| p.label_keys()).cloned());
+            keys.extend(
+                claim
+                    .provisioning
+                    .iter()
+                    .flat_map(|p| p.label_keys())
+                    .cloned(),
+            );
         }
         let zoned = !self.zones.is_empty()
-            || self.unbound.iter().any(|c| {
-                c.zone_checked && c.candidates.iter().any(|v| !v.zones.is_empty())
-            });
+            || self
+                .unbound
+                .iter()
+                .any(|c| c.zone_checked && c.candidates.iter().any(|v| !v.zones.is_empty()));
         if zoned {
             keys.extend(TOPOLOGY_KEYS.iter().map(|k| k.to_string()));
         }

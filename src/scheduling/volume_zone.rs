@@ -77,29 +77,124 @@ mod tests {
     fn upstream_zone_cases() {
         let cases = [
             // TestSingleZone
-            ("pv with zone, node in it", json!({BETA_ZONE: "us-west1-a"}), json!({BETA_ZONE: "us-west1-a", "uselessLabel": "none"}), true),
-            ("pv with zone, node elsewhere", json!({BETA_ZONE: "us-west1-a"}), json!({BETA_ZONE: "us-west1-b"}), false),
-            ("pv with region, node in it", json!({BETA_REGION: "us-west1"}), json!({BETA_REGION: "us-west1"}), true),
-            ("pv with region, node elsewhere", json!({BETA_REGION: "us-west1"}), json!({BETA_REGION: "us-east1"}), false),
-            ("pv with zone and region, node in both", json!({BETA_ZONE: "us-west1-a", BETA_REGION: "us-west1"}), json!({BETA_ZONE: "us-west1-a", BETA_REGION: "us-west1"}), true),
-            ("pv with zone and region, node's zone differs", json!({BETA_ZONE: "us-west1-a", BETA_REGION: "us-west1"}), json!({BETA_ZONE: "us-west1-b", BETA_REGION: "us-west1"}), false),
-            ("node without topology labels", json!({BETA_ZONE: "us-west1-a"}), json!({"uselessLabel": "none"}), true),
-            ("GA pv label, GA node label", json!({ZONE: "us-west1-a"}), json!({ZONE: "us-west1-a"}), true),
-            ("GA pv label, GA node label elsewhere", json!({ZONE: "us-west1-a"}), json!({ZONE: "us-west1-b"}), false),
-            ("beta pv label, GA node label", json!({BETA_ZONE: "us-west1-a"}), json!({ZONE: "us-west1-a"}), true),
-            ("beta pv region, GA node region", json!({BETA_REGION: "us-west1"}), json!({REGION: "us-west1"}), true),
+            (
+                "pv with zone, node in it",
+                json!({BETA_ZONE: "us-west1-a"}),
+                json!({BETA_ZONE: "us-west1-a", "uselessLabel": "none"}),
+                true,
+            ),
+            (
+                "pv with zone, node elsewhere",
+                json!({BETA_ZONE: "us-west1-a"}),
+                json!({BETA_ZONE: "us-west1-b"}),
+                false,
+            ),
+            (
+                "pv with region, node in it",
+                json!({BETA_REGION: "us-west1"}),
+                json!({BETA_REGION: "us-west1"}),
+                true,
+            ),
+            (
+                "pv with region, node elsewhere",
+                json!({BETA_REGION: "us-west1"}),
+                json!({BETA_REGION: "us-east1"}),
+                false,
+            ),
+            (
+                "pv with zone and region, node in both",
+                json!({BETA_ZONE: "us-west1-a", BETA_REGION: "us-west1"}),
+                json!({BETA_ZONE: "us-west1-a", BETA_REGION: "us-west1"}),
+                true,
+            ),
+            (
+                "pv with zone and region, node's zone differs",
+                json!({BETA_ZONE: "us-west1-a", BETA_REGION: "us-west1"}),
+                json!({BETA_ZONE: "us-west1-b", BETA_REGION: "us-west1"}),
+                false,
+            ),
+            (
+                "node without topology labels",
+                json!({BETA_ZONE: "us-west1-a"}),
+                json!({"uselessLabel": "none"}),
+                true,
+            ),
+            (
+                "GA pv label, GA node label",
+                json!({ZONE: "us-west1-a"}),
+                json!({ZONE: "us-west1-a"}),
+                true,
+            ),
+            (
+                "GA pv label, GA node label elsewhere",
+                json!({ZONE: "us-west1-a"}),
+                json!({ZONE: "us-west1-b"}),
+                false,
+            ),
+            (
+                "beta pv label, GA node label",
+                json!({BETA_ZONE: "us-west1-a"}),
+                json!({ZONE: "us-west1-a"}),
+                true,
+            ),
+            (
+                "beta pv region, GA node region",
+                json!({BETA_REGION: "us-west1"}),
+                json!({REGION: "us-west1"}),
+                true,
+            ),
             // A GA key never falls back to beta.
-            ("GA pv label, beta node label", json!({ZONE: "us-west1-a"}), json!({BETA_ZONE: "us-west1-a"}), false),
+            (
+                "GA pv label, beta node label",
+                json!({ZONE: "us-west1-a"}),
+                json!({BETA_ZONE: "us-west1-a"}),
+                false,
+            ),
             // TestMultiZone
-            ("multi-zone pv, node in one", json!({BETA_ZONE: "us-west1-b__us-west1-c"}), json!({BETA_ZONE: "us-west1-c"}), true),
-            ("multi-zone pv, spaces trimmed", json!({BETA_ZONE: " us-west1-b __ us-west1-c "}), json!({BETA_ZONE: "us-west1-b"}), true),
-            ("multi-zone pv, node in none", json!({BETA_ZONE: "us-west1-b__us-west1-c"}), json!({BETA_ZONE: "us-west1-a"}), false),
-            ("GA multi-zone pv", json!({ZONE: "us-west1-b__us-west1-c"}), json!({ZONE: "us-west1-c"}), true),
+            (
+                "multi-zone pv, node in one",
+                json!({BETA_ZONE: "us-west1-b__us-west1-c"}),
+                json!({BETA_ZONE: "us-west1-c"}),
+                true,
+            ),
+            (
+                "multi-zone pv, spaces trimmed",
+                json!({BETA_ZONE: " us-west1-b __ us-west1-c "}),
+                json!({BETA_ZONE: "us-west1-b"}),
+                true,
+            ),
+            (
+                "multi-zone pv, node in none",
+                json!({BETA_ZONE: "us-west1-b__us-west1-c"}),
+                json!({BETA_ZONE: "us-west1-a"}),
+                false,
+            ),
+            (
+                "GA multi-zone pv",
+                json!({ZONE: "us-west1-b__us-west1-c"}),
+                json!({ZONE: "us-west1-c"}),
+                true,
+            ),
             // The node's own value is never split.
-            ("node value not split", json!({ZONE: "a"}), json!({ZONE: "a__b"}), false),
+            (
+                "node value not split",
+                json!({ZONE: "a"}),
+                json!({ZONE: "a__b"}),
+                false,
+            ),
             // A value with an empty part is ignored: no constraint.
-            ("malformed pv label ignored", json!({ZONE: "a____b"}), json!({ZONE: "c"}), true),
-            ("pv without topology labels", json!({"other": "x"}), json!({ZONE: "c"}), true),
+            (
+                "malformed pv label ignored",
+                json!({ZONE: "a____b"}),
+                json!({ZONE: "c"}),
+                true,
+            ),
+            (
+                "pv without topology labels",
+                json!({"other": "x"}),
+                json!({ZONE: "c"}),
+                true,
+            ),
         ];
         for (name, pv, node_labels, expected) in cases {
             assert_eq!(zones(pv).passes(&on(node_labels)), expected, "{name}");

@@ -44,7 +44,10 @@ pub enum Refusal {
     /// A read failed or was refused: the `lookupFailure` outcome.
     Lookup { what: String, error: LookupError },
     /// policy-server may not list a kind (`can_i` said no).
-    Denied { resource: String, verbs: Vec<&'static str> },
+    Denied {
+        resource: String,
+        verbs: Vec<&'static str>,
+    },
     /// An answer that does not parse.
     Invalid(String),
 }
@@ -75,9 +78,9 @@ pub fn resolve(
     for volume in pod.claims {
         let (claim, name, zone_checked) = match &volume.source {
             ClaimSource::Claim(name) => {
-                let claim = reader
-                    .claim(pod.namespace, name)?
-                    .ok_or_else(|| Refusal::Pod(format!("persistentvolumeclaim {name:?} not found")))?;
+                let claim = reader.claim(pod.namespace, name)?.ok_or_else(|| {
+                    Refusal::Pod(format!("persistentvolumeclaim {name:?} not found"))
+                })?;
                 (claim, name.clone(), true)
             }
             ClaimSource::Ephemeral(template) => {
@@ -91,7 +94,9 @@ pub fn resolve(
                 let pv = reader.volume(pv_name)?;
                 let pv = match (state, pv) {
                     (State::Bound(_), None) => {
-                        return Err(Refusal::Pod(format!("persistentvolume {pv_name:?} not found")));
+                        return Err(Refusal::Pod(format!(
+                            "persistentvolume {pv_name:?} not found"
+                        )));
                     }
                     (State::Bound(_), Some(pv)) => pv,
                     (_, pv) => pv
@@ -198,8 +203,16 @@ fn satisfies(pv: &Volume, claim: &Claim) -> bool {
             .access_modes()
             .iter()
             .all(|m| pv.access_modes().contains(m))
-        && pv.spec.volume_attributes_class_name.as_deref().unwrap_or_default()
-            == claim.spec.volume_attributes_class_name.as_deref().unwrap_or_default()
+        && pv
+            .spec
+            .volume_attributes_class_name
+            .as_deref()
+            .unwrap_or_default()
+            == claim
+                .spec
+                .volume_attributes_class_name
+                .as_deref()
+                .unwrap_or_default()
 }
 
 /// The host lookups of one admission, each answer read once.
@@ -236,7 +249,9 @@ impl<C: Cluster> Reader<'_, C> {
         let Some(bytes) = self.get(kind, Some(namespace), name)? else {
             return Ok(None);
         };
-        objects::parse(&bytes, kind.kind()).map(Some).map_err(Refusal::Invalid)
+        objects::parse(&bytes, kind.kind())
+            .map(Some)
+            .map_err(Refusal::Invalid)
     }
 
     fn volume(&mut self, name: &str) -> Result<Option<Volume>, Refusal> {
@@ -244,7 +259,9 @@ impl<C: Cluster> Reader<'_, C> {
         let Some(bytes) = self.get(kind, None, name)? else {
             return Ok(None);
         };
-        objects::parse(&bytes, kind.kind()).map(Some).map_err(Refusal::Invalid)
+        objects::parse(&bytes, kind.kind())
+            .map(Some)
+            .map_err(Refusal::Invalid)
     }
 
     fn class(&mut self, name: &str) -> Result<Option<StorageClass>, Refusal> {
@@ -348,14 +365,16 @@ impl<C: Cluster> Reader<'_, C> {
             self.class(&class_name)?
         };
         // A missing class or `""` binds Immediately, to a PV or not at all.
-        let delayed = class.as_ref().is_some_and(StorageClass::waits_for_first_consumer);
+        let delayed = class
+            .as_ref()
+            .is_some_and(StorageClass::waits_for_first_consumer);
         let provisioning = class
             .as_ref()
             .filter(|c| c.provisions())
             .map(|c| Provisioning::new(c.allowed_topologies.as_deref().unwrap_or_default()));
-        let request = claim
-            .request()
-            .map_err(|e| Refusal::Invalid(format!("PersistentVolumeClaim {namespace}/{name}: {e}")))?;
+        let request = claim.request().map_err(|e| {
+            Refusal::Invalid(format!("PersistentVolumeClaim {namespace}/{name}: {e}"))
+        })?;
         let selected_node = claim
             .metadata
             .annotation(ANN_SELECTED_NODE)

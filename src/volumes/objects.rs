@@ -133,11 +133,16 @@ impl Claim {
 
     /// `resources.requests.storage` (zero when absent).
     pub fn request(&self) -> Result<Quantity, String> {
-        let requests = self.spec.resources.as_ref().and_then(|r| r.requests.as_ref());
+        let requests = self
+            .spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref());
         match requests.and_then(|r| r.get("storage")) {
             None | Some(serde_json::Value::Null) => Ok(Quantity::ZERO),
-            Some(serde_json::Value::String(text)) => Quantity::parse(text)
-                .map_err(|e| format!("resources.requests.storage {text:?} is not a quantity ({e})")),
+            Some(serde_json::Value::String(text)) => Quantity::parse(text).map_err(|e| {
+                format!("resources.requests.storage {text:?} is not a quantity ({e})")
+            }),
             Some(other) => Err(format!(
                 "resources.requests.storage {other} is not a quantity"
             )),
@@ -218,7 +223,9 @@ impl Volume {
     pub fn capacity(&self) -> Quantity {
         let capacity = self.spec.capacity.as_ref().and_then(|c| c.get("storage"));
         match capacity {
-            Some(serde_json::Value::String(text)) => Quantity::parse(text).unwrap_or(Quantity::ZERO),
+            Some(serde_json::Value::String(text)) => {
+                Quantity::parse(text).unwrap_or(Quantity::ZERO)
+            }
             _ => Quantity::ZERO,
         }
     }
@@ -295,7 +302,10 @@ pub fn parse<'de, T: Deserialize<'de>>(bytes: &'de [u8], kind: &str) -> Result<T
 }
 
 /// Parses a list answer (`<kind>List`).
-pub fn parse_list<'de, T: Deserialize<'de>>(bytes: &'de [u8], kind: &str) -> Result<Vec<T>, String> {
+pub fn parse_list<'de, T: Deserialize<'de>>(
+    bytes: &'de [u8],
+    kind: &str,
+) -> Result<Vec<T>, String> {
     let invalid = |why: String| format!("the {kind}List from the cluster is not valid: {why}");
     if !crate::node::starts_as_object(bytes) {
         return Err(invalid("not a JSON object".into()));

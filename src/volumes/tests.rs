@@ -78,10 +78,16 @@ impl Cluster for Objects {
         self.queries
             .borrow_mut()
             .push(format!("list {}", kind.kind()));
-        let items: Vec<&Value> = self.items.iter().filter(|o| o["kind"] == kind.kind()).collect();
-        Ok(json!({"kind": format!("{}List", kind.kind()), "items": items})
-            .to_string()
-            .into_bytes())
+        let items: Vec<&Value> = self
+            .items
+            .iter()
+            .filter(|o| o["kind"] == kind.kind())
+            .collect();
+        Ok(
+            json!({"kind": format!("{}List", kind.kind()), "items": items})
+                .to_string()
+                .into_bytes(),
+        )
     }
 }
 
@@ -139,8 +145,7 @@ fn class(name: &str, mode: &str, provisioner: &str) -> Value {
 }
 
 fn allowed(mut sc: Value, key: &str, values: &[&str]) -> Value {
-    sc["allowedTopologies"] =
-        json!([{"matchLabelExpressions": [{"key": key, "values": values}]}]);
+    sc["allowedTopologies"] = json!([{"matchLabelExpressions": [{"key": key, "values": values}]}]);
     sc
 }
 
@@ -217,70 +222,180 @@ fn upstream_volume_binding_cases() {
     let node_a = || vec![host("node-a", json!({}))];
     let wait_sc = wait("wait-sc");
     let immediate_sc = class("immediate-sc", "Immediate", "");
-    type Case = (&'static str, Vec<Value>, Vec<&'static str>, Vec<Node<'static>>, Result<Vec<Vec<String>>, String>);
+    type Case = (
+        &'static str,
+        Vec<Value>,
+        Vec<&'static str>,
+        Vec<Node<'static>>,
+        Result<Vec<Vec<String>>, String>,
+    );
     let cases: Vec<Case> = vec![
-        ("all bound", vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a"), pv("pv-a", "wait-sc")],
-            vec!["pvc-a"], node_a(), Ok(vec![pass()])),
-        ("all bound with local volumes",
-            vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a"), bound_to(pvc("pvc-b", "wait-sc"), "pv-b"),
-                 pinned(pv("pv-a", "wait-sc"), &[(H, &["node-a"])]), pinned(pv("pv-b", "wait-sc"), &[(H, &["node-a"])])],
-            vec!["pvc-a", "pvc-b"], vec![host("node-a", json!({})), host("node-b", json!({}))],
-            Ok(vec![pass(), fail(&[AFFINITY])])),
-        ("PVC does not exist", vec![], vec!["pvc-a"], node_a(),
-            Err("persistentvolumeclaim \"pvc-a\" not found".into())),
-        ("Part of PVCs do not exist", vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a"), pv("pv-a", "wait-sc")],
-            vec!["pvc-a", "pvc-b"], node_a(), Err("persistentvolumeclaim \"pvc-b\" not found".into())),
+        (
+            "all bound",
+            vec![
+                wait_sc.clone(),
+                bound_to(pvc("pvc-a", "wait-sc"), "pv-a"),
+                pv("pv-a", "wait-sc"),
+            ],
+            vec!["pvc-a"],
+            node_a(),
+            Ok(vec![pass()]),
+        ),
+        (
+            "all bound with local volumes",
+            vec![
+                wait_sc.clone(),
+                bound_to(pvc("pvc-a", "wait-sc"), "pv-a"),
+                bound_to(pvc("pvc-b", "wait-sc"), "pv-b"),
+                pinned(pv("pv-a", "wait-sc"), &[(H, &["node-a"])]),
+                pinned(pv("pv-b", "wait-sc"), &[(H, &["node-a"])]),
+            ],
+            vec!["pvc-a", "pvc-b"],
+            vec![host("node-a", json!({})), host("node-b", json!({}))],
+            Ok(vec![pass(), fail(&[AFFINITY])]),
+        ),
+        (
+            "PVC does not exist",
+            vec![],
+            vec!["pvc-a"],
+            node_a(),
+            Err("persistentvolumeclaim \"pvc-a\" not found".into()),
+        ),
+        (
+            "Part of PVCs do not exist",
+            vec![
+                wait_sc.clone(),
+                bound_to(pvc("pvc-a", "wait-sc"), "pv-a"),
+                pv("pv-a", "wait-sc"),
+            ],
+            vec!["pvc-a", "pvc-b"],
+            node_a(),
+            Err("persistentvolumeclaim \"pvc-b\" not found".into()),
+        ),
         // Upstream refuses the pod until the claim is bound; statically, an
         // Immediate class without a provisioner and no Available PV can
         // never bind it: no node.
-        ("immediate claims not bound", vec![immediate_sc.clone(), pvc("pvc-a", "immediate-sc")],
-            vec!["pvc-a"], node_a(), Ok(vec![fail(&[BIND])])),
-        ("unbound claims no matches", vec![wait_sc.clone(), pvc("pvc-a", "wait-sc")],
-            vec!["pvc-a"], node_a(), Ok(vec![fail(&[BIND])])),
-        ("bound and unbound unsatisfied",
-            vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a"), pvc("pvc-b", "wait-sc"),
-                 pinned(pv("pv-a", "wait-sc"), &[("foo", &["bar"])])],
-            vec!["pvc-a", "pvc-b"], vec![host("node-a", json!({"foo": "barbar"}))],
-            Ok(vec![fail(&[AFFINITY, BIND])])),
+        (
+            "immediate claims not bound",
+            vec![immediate_sc.clone(), pvc("pvc-a", "immediate-sc")],
+            vec!["pvc-a"],
+            node_a(),
+            Ok(vec![fail(&[BIND])]),
+        ),
+        (
+            "unbound claims no matches",
+            vec![wait_sc.clone(), pvc("pvc-a", "wait-sc")],
+            vec!["pvc-a"],
+            node_a(),
+            Ok(vec![fail(&[BIND])]),
+        ),
+        (
+            "bound and unbound unsatisfied",
+            vec![
+                wait_sc.clone(),
+                bound_to(pvc("pvc-a", "wait-sc"), "pv-a"),
+                pvc("pvc-b", "wait-sc"),
+                pinned(pv("pv-a", "wait-sc"), &[("foo", &["bar"])]),
+            ],
+            vec!["pvc-a", "pvc-b"],
+            vec![host("node-a", json!({"foo": "barbar"}))],
+            Ok(vec![fail(&[AFFINITY, BIND])]),
+        ),
         // Upstream: every node fails (PVNotExist); no node ever can.
-        ("pv not found", vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a")],
-            vec!["pvc-a"], node_a(), Err("persistentvolume \"pv-a\" not found".into())),
-        ("pv not found claim lost", vec![wait_sc.clone(), {
+        (
+            "pv not found",
+            vec![wait_sc.clone(), bound_to(pvc("pvc-a", "wait-sc"), "pv-a")],
+            vec!["pvc-a"],
+            node_a(),
+            Err("persistentvolume \"pv-a\" not found".into()),
+        ),
+        (
+            "pv not found claim lost",
+            vec![wait_sc.clone(), {
                 let mut c = bound_to(pvc("pvc-a", "wait-sc"), "pv-a");
                 c["status"]["phase"] = json!("Lost");
                 c
             }],
-            vec!["pvc-a"], node_a(),
-            Err("persistentvolumeclaim \"pvc-a\" bound to non-existent persistentvolume \"pv-a\"".into())),
-        ("local volumes with close capacity are preferred",
-            vec![wait_sc.clone(), requesting(pvc("pvc-a", "wait-sc"), "50Gi"),
-                 pinned(sized(pv("pv-a-0", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
-                 pinned(sized(pv("pv-a-1", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
-                 pinned(sized(pv("pv-b-0", "wait-sc"), "100Gi"), &[(H, &["node-b"])]),
-                 pinned(sized(pv("pv-b-1", "wait-sc"), "100Gi"), &[(H, &["node-b"])])],
-            vec!["pvc-a"], vec![host("node-a", json!({})), host("node-b", json!({})), host("node-c", json!({}))],
-            Ok(vec![pass(), pass(), fail(&[BIND])])),
-        ("local volumes with close capacity are preferred (multiple pvcs)",
-            vec![wait_sc.clone(), wait("wait-hdd-sc"),
-                 requesting(pvc("pvc-0", "wait-sc"), "50Gi"), requesting(pvc("pvc-1", "wait-hdd-sc"), "100Gi"),
-                 pinned(sized(pv("pv-a-0", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
-                 pinned(sized(pv("pv-a-2", "wait-hdd-sc"), "200Gi"), &[(H, &["node-a"])]),
-                 pinned(sized(pv("pv-b-0", "wait-sc"), "100Gi"), &[(H, &["node-b"])]),
-                 pinned(sized(pv("pv-b-2", "wait-hdd-sc"), "100Gi"), &[(H, &["node-b"])])],
-            vec!["pvc-0", "pvc-1"], vec![host("node-a", json!({})), host("node-b", json!({})), host("node-c", json!({}))],
-            Ok(vec![pass(), pass(), fail(&[BIND])])),
-        ("zonal volumes with close capacity are preferred",
-            vec![wait_sc.clone(), requesting(pvc("pvc-a", "wait-sc"), "50Gi"),
-                 pinned(sized(pv("pv-a-0", "wait-sc"), "200Gi"), &[(REGION, &["region-a"]), (ZONE, &["zone-a"])]),
-                 pinned(sized(pv("pv-b-0", "wait-sc"), "100Gi"), &[(REGION, &["region-b"]), (ZONE, &["zone-b"])])],
             vec!["pvc-a"],
-            vec![host("zone-a-node-a", json!({REGION: "region-a", ZONE: "zone-a"})),
-                 host("zone-b-node-a", json!({REGION: "region-b", ZONE: "zone-b"})),
-                 host("zone-c-node-a", json!({REGION: "region-c", ZONE: "zone-c"}))],
-            Ok(vec![pass(), pass(), fail(&[BIND])])),
+            node_a(),
+            Err(
+                "persistentvolumeclaim \"pvc-a\" bound to non-existent persistentvolume \"pv-a\""
+                    .into(),
+            ),
+        ),
+        (
+            "local volumes with close capacity are preferred",
+            vec![
+                wait_sc.clone(),
+                requesting(pvc("pvc-a", "wait-sc"), "50Gi"),
+                pinned(sized(pv("pv-a-0", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
+                pinned(sized(pv("pv-a-1", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
+                pinned(sized(pv("pv-b-0", "wait-sc"), "100Gi"), &[(H, &["node-b"])]),
+                pinned(sized(pv("pv-b-1", "wait-sc"), "100Gi"), &[(H, &["node-b"])]),
+            ],
+            vec!["pvc-a"],
+            vec![
+                host("node-a", json!({})),
+                host("node-b", json!({})),
+                host("node-c", json!({})),
+            ],
+            Ok(vec![pass(), pass(), fail(&[BIND])]),
+        ),
+        (
+            "local volumes with close capacity are preferred (multiple pvcs)",
+            vec![
+                wait_sc.clone(),
+                wait("wait-hdd-sc"),
+                requesting(pvc("pvc-0", "wait-sc"), "50Gi"),
+                requesting(pvc("pvc-1", "wait-hdd-sc"), "100Gi"),
+                pinned(sized(pv("pv-a-0", "wait-sc"), "200Gi"), &[(H, &["node-a"])]),
+                pinned(
+                    sized(pv("pv-a-2", "wait-hdd-sc"), "200Gi"),
+                    &[(H, &["node-a"])],
+                ),
+                pinned(sized(pv("pv-b-0", "wait-sc"), "100Gi"), &[(H, &["node-b"])]),
+                pinned(
+                    sized(pv("pv-b-2", "wait-hdd-sc"), "100Gi"),
+                    &[(H, &["node-b"])],
+                ),
+            ],
+            vec!["pvc-0", "pvc-1"],
+            vec![
+                host("node-a", json!({})),
+                host("node-b", json!({})),
+                host("node-c", json!({})),
+            ],
+            Ok(vec![pass(), pass(), fail(&[BIND])]),
+        ),
+        (
+            "zonal volumes with close capacity are preferred",
+            vec![
+                wait_sc.clone(),
+                requesting(pvc("pvc-a", "wait-sc"), "50Gi"),
+                pinned(
+                    sized(pv("pv-a-0", "wait-sc"), "200Gi"),
+                    &[(REGION, &["region-a"]), (ZONE, &["zone-a"])],
+                ),
+                pinned(
+                    sized(pv("pv-b-0", "wait-sc"), "100Gi"),
+                    &[(REGION, &["region-b"]), (ZONE, &["zone-b"])],
+                ),
+            ],
+            vec!["pvc-a"],
+            vec![
+                host("zone-a-node-a", json!({REGION: "region-a", ZONE: "zone-a"})),
+                host("zone-b-node-a", json!({REGION: "region-b", ZONE: "zone-b"})),
+                host("zone-c-node-a", json!({REGION: "region-c", ZONE: "zone-c"})),
+            ],
+            Ok(vec![pass(), pass(), fail(&[BIND])]),
+        ),
     ];
     for (name, objects, names, nodes, expected) in cases {
-        assert_eq!(verdicts(objects, &claims(&names), &nodes), expected, "{name}");
+        assert_eq!(
+            verdicts(objects, &claims(&names), &nodes),
+            expected,
+            "{name}"
+        );
     }
 }
 
@@ -292,13 +407,44 @@ fn upstream_binder_cases() {
     const KEY: &str = "nodeKey";
     let node1 = || vec![node(json!({"name": "node1", "labels": {KEY: "node1"}}))];
     let wait_sc = wait("waitClass");
-    let provisioner = allowed(class("waitClassWithProvisioner", "WaitForFirstConsumer", "test-provisioner"), KEY, &["node1", "reference-value"]);
-    let topo_mismatch = allowed(class("topoMismatchClass", "WaitForFirstConsumer", "test-provisioner"), KEY, &["reference-value"]);
+    let provisioner = allowed(
+        class(
+            "waitClassWithProvisioner",
+            "WaitForFirstConsumer",
+            "test-provisioner",
+        ),
+        KEY,
+        &["node1", "reference-value"],
+    );
+    let topo_mismatch = allowed(
+        class(
+            "topoMismatchClass",
+            "WaitForFirstConsumer",
+            "test-provisioner",
+        ),
+        KEY,
+        &["reference-value"],
+    );
     let unbound = || requesting(pvc("unbound-pvc", "waitClass"), "1G");
     let unbound2 = || requesting(pvc("unbound-pvc2", "waitClass"), "5G");
-    let pv_node1a = || pinned(sized(pv("pv-node1a", "waitClass"), "5G"), &[(KEY, &["node1"])]);
-    let pv_node1b = || pinned(sized(pv("pv-node1b", "waitClass"), "10G"), &[(KEY, &["node1"])]);
-    let pv_node2 = || pinned(sized(pv("pv-node2", "waitClass"), "1G"), &[(KEY, &["node2"])]);
+    let pv_node1a = || {
+        pinned(
+            sized(pv("pv-node1a", "waitClass"), "5G"),
+            &[(KEY, &["node1"])],
+        )
+    };
+    let pv_node1b = || {
+        pinned(
+            sized(pv("pv-node1b", "waitClass"), "10G"),
+            &[(KEY, &["node1"])],
+        )
+    };
+    let pv_node2 = || {
+        pinned(
+            sized(pv("pv-node2", "waitClass"), "1G"),
+            &[(KEY, &["node2"])],
+        )
+    };
     let bound_pvc = || bound_to(pvc("bound-pvc", "waitClass"), "pv-bound");
     let pv_bound = || {
         let mut v = pinned(pv("pv-bound", "waitClass"), &[(KEY, &["node1"])]);
@@ -306,63 +452,197 @@ fn upstream_binder_cases() {
         v["status"]["phase"] = json!("Bound");
         v
     };
-    type Case = (&'static str, Vec<Value>, Vec<&'static str>, Result<Vec<Vec<String>>, String>);
+    type Case = (
+        &'static str,
+        Vec<Value>,
+        Vec<&'static str>,
+        Result<Vec<Vec<String>>, String>,
+    );
     let cases: Vec<Case> = vec![
         ("no-pvcs", vec![], vec![], Ok(vec![pass()])),
-        ("pvc-not-found", vec![], vec!["bound-pvc"], Err("persistentvolumeclaim \"bound-pvc\" not found".into())),
-        ("bound-pvc", vec![wait_sc.clone(), bound_pvc(), pv_bound()], vec!["bound-pvc"], Ok(vec![pass()])),
-        ("bound-pvc,pv-not-exists", vec![wait_sc.clone(), bound_pvc()], vec!["bound-pvc"],
-            Err("persistentvolume \"pv-bound\" not found".into())),
-        ("unbound-pvc,pv-same-node", vec![wait_sc.clone(), unbound(), pv_node2(), pv_node1a(), pv_node1b()],
-            vec!["unbound-pvc"], Ok(vec![pass()])),
-        ("unbound-pvc,pv-different-node", vec![wait_sc.clone(), unbound(), pv_node2()],
-            vec!["unbound-pvc"], Ok(vec![fail(&[BIND])])),
-        ("two-unbound-pvcs", vec![wait_sc.clone(), unbound(), unbound2(), pv_node1a(), pv_node1b()],
-            vec!["unbound-pvc", "unbound-pvc2"], Ok(vec![pass()])),
-        ("two-unbound-pvcs,order-by-size", vec![wait_sc.clone(), unbound(), unbound2(), pv_node1a(), pv_node1b()],
-            vec!["unbound-pvc2", "unbound-pvc"], Ok(vec![pass()])),
+        (
+            "pvc-not-found",
+            vec![],
+            vec!["bound-pvc"],
+            Err("persistentvolumeclaim \"bound-pvc\" not found".into()),
+        ),
+        (
+            "bound-pvc",
+            vec![wait_sc.clone(), bound_pvc(), pv_bound()],
+            vec!["bound-pvc"],
+            Ok(vec![pass()]),
+        ),
+        (
+            "bound-pvc,pv-not-exists",
+            vec![wait_sc.clone(), bound_pvc()],
+            vec!["bound-pvc"],
+            Err("persistentvolume \"pv-bound\" not found".into()),
+        ),
+        (
+            "unbound-pvc,pv-same-node",
+            vec![
+                wait_sc.clone(),
+                unbound(),
+                pv_node2(),
+                pv_node1a(),
+                pv_node1b(),
+            ],
+            vec!["unbound-pvc"],
+            Ok(vec![pass()]),
+        ),
+        (
+            "unbound-pvc,pv-different-node",
+            vec![wait_sc.clone(), unbound(), pv_node2()],
+            vec!["unbound-pvc"],
+            Ok(vec![fail(&[BIND])]),
+        ),
+        (
+            "two-unbound-pvcs",
+            vec![
+                wait_sc.clone(),
+                unbound(),
+                unbound2(),
+                pv_node1a(),
+                pv_node1b(),
+            ],
+            vec!["unbound-pvc", "unbound-pvc2"],
+            Ok(vec![pass()]),
+        ),
+        (
+            "two-unbound-pvcs,order-by-size",
+            vec![
+                wait_sc.clone(),
+                unbound(),
+                unbound2(),
+                pv_node1a(),
+                pv_node1b(),
+            ],
+            vec!["unbound-pvc2", "unbound-pvc"],
+            Ok(vec![pass()]),
+        ),
         // One PV for two claims: each PV binds once.
-        ("two-unbound-pvcs,partial-match", vec![wait_sc.clone(), unbound(), unbound2(), pv_node1a()],
-            vec!["unbound-pvc", "unbound-pvc2"], Ok(vec![fail(&[BIND])])),
-        ("one-bound,one-unbound", vec![wait_sc.clone(), unbound(), bound_pvc(), pv_bound(), pv_node1a()],
-            vec!["unbound-pvc", "bound-pvc"], Ok(vec![pass()])),
-        ("one-bound,one-unbound,no-match", vec![wait_sc.clone(), unbound(), bound_pvc(), pv_bound(), pv_node2()],
-            vec!["unbound-pvc", "bound-pvc"], Ok(vec![fail(&[BIND])])),
-        ("immediate-bound-pvc-wrong-node", vec![class("immediateClass", "Immediate", ""),
-                bound_to(pvc("immediate-bound-pvc", "immediateClass"), "pv-bound-immediate"),
-                pinned(pv("pv-bound-immediate", "immediateClass"), &[(KEY, &["node2"])])],
-            vec!["immediate-bound-pvc"], Ok(vec![fail(&[AFFINITY])])),
+        (
+            "two-unbound-pvcs,partial-match",
+            vec![wait_sc.clone(), unbound(), unbound2(), pv_node1a()],
+            vec!["unbound-pvc", "unbound-pvc2"],
+            Ok(vec![fail(&[BIND])]),
+        ),
+        (
+            "one-bound,one-unbound",
+            vec![
+                wait_sc.clone(),
+                unbound(),
+                bound_pvc(),
+                pv_bound(),
+                pv_node1a(),
+            ],
+            vec!["unbound-pvc", "bound-pvc"],
+            Ok(vec![pass()]),
+        ),
+        (
+            "one-bound,one-unbound,no-match",
+            vec![
+                wait_sc.clone(),
+                unbound(),
+                bound_pvc(),
+                pv_bound(),
+                pv_node2(),
+            ],
+            vec!["unbound-pvc", "bound-pvc"],
+            Ok(vec![fail(&[BIND])]),
+        ),
+        (
+            "immediate-bound-pvc-wrong-node",
+            vec![
+                class("immediateClass", "Immediate", ""),
+                bound_to(
+                    pvc("immediate-bound-pvc", "immediateClass"),
+                    "pv-bound-immediate",
+                ),
+                pinned(
+                    pv("pv-bound-immediate", "immediateClass"),
+                    &[(KEY, &["node2"])],
+                ),
+            ],
+            vec!["immediate-bound-pvc"],
+            Ok(vec![fail(&[AFFINITY])]),
+        ),
         // A pre-bound claim whose PV names it binds there: treated as bound.
-        ("prebound-pvc", vec![wait_sc.clone(), {
-                let mut c = pvc("prebound-pvc", "waitClass");
-                c["spec"]["volumeName"] = json!("pv-node1a");
-                c
-            }, {
-                let mut v = pv_node1a();
-                v["spec"]["claimRef"] = json!({"name": "prebound-pvc", "namespace": NS});
-                v
-            }],
-            vec!["prebound-pvc"], Ok(vec![pass()])),
-        ("one-provisioned", vec![provisioner.clone(), requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G")],
-            vec!["provisioned-pvc"], Ok(vec![pass()])),
-        ("two-unbound-pvcs,one-matched,one-provisioned",
-            vec![wait_sc.clone(), provisioner.clone(), unbound(), pv_node1a(),
-                 requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G")],
-            vec!["unbound-pvc", "provisioned-pvc"], Ok(vec![pass()])),
-        ("one-binding,one-selected-node",
-            vec![wait_sc.clone(), provisioner.clone(), bound_pvc(), pv_bound(), {
-                let mut c = requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G");
-                c["metadata"]["annotations"] = json!({objects::ANN_SELECTED_NODE: "node1"});
-                c
-            }],
-            vec!["bound-pvc", "provisioned-pvc"], Ok(vec![pass()])),
-        ("invalid-provisioner", vec![wait_sc.clone(), pvc("no-provisioner-pvc", "waitClass")],
-            vec!["no-provisioner-pvc"], Ok(vec![fail(&[BIND])])),
-        ("volume-topology-unsatisfied", vec![topo_mismatch, pvc("topo-mismatch-pvc", "topoMismatchClass")],
-            vec!["topo-mismatch-pvc"], Ok(vec![fail(&[BIND])])),
+        (
+            "prebound-pvc",
+            vec![
+                wait_sc.clone(),
+                {
+                    let mut c = pvc("prebound-pvc", "waitClass");
+                    c["spec"]["volumeName"] = json!("pv-node1a");
+                    c
+                },
+                {
+                    let mut v = pv_node1a();
+                    v["spec"]["claimRef"] = json!({"name": "prebound-pvc", "namespace": NS});
+                    v
+                },
+            ],
+            vec!["prebound-pvc"],
+            Ok(vec![pass()]),
+        ),
+        (
+            "one-provisioned",
+            vec![
+                provisioner.clone(),
+                requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G"),
+            ],
+            vec!["provisioned-pvc"],
+            Ok(vec![pass()]),
+        ),
+        (
+            "two-unbound-pvcs,one-matched,one-provisioned",
+            vec![
+                wait_sc.clone(),
+                provisioner.clone(),
+                unbound(),
+                pv_node1a(),
+                requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G"),
+            ],
+            vec!["unbound-pvc", "provisioned-pvc"],
+            Ok(vec![pass()]),
+        ),
+        (
+            "one-binding,one-selected-node",
+            vec![
+                wait_sc.clone(),
+                provisioner.clone(),
+                bound_pvc(),
+                pv_bound(),
+                {
+                    let mut c =
+                        requesting(pvc("provisioned-pvc", "waitClassWithProvisioner"), "1G");
+                    c["metadata"]["annotations"] = json!({objects::ANN_SELECTED_NODE: "node1"});
+                    c
+                },
+            ],
+            vec!["bound-pvc", "provisioned-pvc"],
+            Ok(vec![pass()]),
+        ),
+        (
+            "invalid-provisioner",
+            vec![wait_sc.clone(), pvc("no-provisioner-pvc", "waitClass")],
+            vec!["no-provisioner-pvc"],
+            Ok(vec![fail(&[BIND])]),
+        ),
+        (
+            "volume-topology-unsatisfied",
+            vec![topo_mismatch, pvc("topo-mismatch-pvc", "topoMismatchClass")],
+            vec!["topo-mismatch-pvc"],
+            Ok(vec![fail(&[BIND])]),
+        ),
     ];
     for (name, objects, names, expected) in cases {
-        assert_eq!(verdicts(objects, &claims(&names), &node1()), expected, "{name}");
+        assert_eq!(
+            verdicts(objects, &claims(&names), &node1()),
+            expected,
+            "{name}"
+        );
     }
 }
 
@@ -378,7 +658,11 @@ fn bound_zonal_volumes_need_a_node_in_their_zone() {
         host("plain", json!({})),
     ];
     assert_eq!(
-        verdicts(vec![claim.clone(), disk.clone()], &claims(&["data-0"]), &nodes),
+        verdicts(
+            vec![claim.clone(), disk.clone()],
+            &claims(&["data-0"]),
+            &nodes
+        ),
         Ok(vec![fail(&[NO_ZONE]), pass(), pass()])
     );
     // Beta label on the PV, GA on the node: falls back; and a multi-zone disk.
@@ -391,7 +675,11 @@ fn bound_zonal_volumes_need_a_node_in_their_zone() {
     let other = bound_to(pvc("data-1", "standard"), "pv-a");
     let disk_a = labelled(pv("pv-a", "standard"), json!({ZONE: "zone-a"}));
     assert_eq!(
-        verdicts(vec![claim, disk, other, disk_a], &claims(&["data-0", "data-1"]), &nodes),
+        verdicts(
+            vec![claim, disk, other, disk_a],
+            &claims(&["data-0", "data-1"]),
+            &nodes
+        ),
         Ok(vec![fail(&[NO_ZONE]), fail(&[NO_ZONE]), pass()])
     );
 }
@@ -420,7 +708,11 @@ fn matchfields_never_constrain_a_volume() {
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["elsewhere"]}]}]}});
     let nodes = [host("a", json!({}))];
     assert_eq!(
-        verdicts(vec![claim.clone(), disk.clone()], &claims(&["data-0"]), &nodes),
+        verdicts(
+            vec![claim.clone(), disk.clone()],
+            &claims(&["data-0"]),
+            &nodes
+        ),
         Ok(vec![pass()])
     );
     // With a label expression, the fields are dropped and the labels decide.
@@ -439,7 +731,10 @@ fn local_volumes_bind_where_they_are() {
     let local = wait("local-storage");
     let claim = requesting(pvc("data-0", "local-storage"), "100Gi");
     let on = |node: &str, size: &str| {
-        pinned(sized(pv(&format!("local-{node}-{size}"), "local-storage"), size), &[(H, &[node])])
+        pinned(
+            sized(pv(&format!("local-{node}-{size}"), "local-storage"), size),
+            &[(H, &[node])],
+        )
     };
     let taken = {
         let mut v = on("b", "500Gi");
@@ -447,7 +742,11 @@ fn local_volumes_bind_where_they_are() {
         v["status"]["phase"] = json!("Bound");
         v
     };
-    let nodes = [host("a", json!({})), host("b", json!({})), host("c", json!({}))];
+    let nodes = [
+        host("a", json!({})),
+        host("b", json!({})),
+        host("c", json!({})),
+    ];
     assert_eq!(
         verdicts(
             vec![local, claim, on("a", "200Gi"), taken, on("c", "50Gi")],
@@ -465,7 +764,11 @@ fn candidate_volumes_must_match_mode_access_class_and_selector() {
     let base = || requesting(pvc("data-0", "local"), "1Gi");
     let disk = || pv("pv", "local");
     let run = |claim: Value, volume: Value| {
-        verdicts(vec![wait("local"), claim, volume], &claims(&["data-0"]), &nodes)
+        verdicts(
+            vec![wait("local"), claim, volume],
+            &claims(&["data-0"]),
+            &nodes,
+        )
     };
     assert_eq!(run(base(), disk()), Ok(vec![pass()]));
     let mut block = base();
@@ -474,13 +777,25 @@ fn candidate_volumes_must_match_mode_access_class_and_selector() {
     let mut many = base();
     many["spec"]["accessModes"] = json!(["ReadWriteMany"]);
     assert_eq!(run(many, disk()), Ok(vec![fail(&[BIND])]), "access modes");
-    assert_eq!(run(base(), pv("pv", "other")), Ok(vec![fail(&[BIND])]), "class");
+    assert_eq!(
+        run(base(), pv("pv", "other")),
+        Ok(vec![fail(&[BIND])]),
+        "class"
+    );
     let mut released = disk();
     released["status"]["phase"] = json!("Released");
-    assert_eq!(run(base(), released), Ok(vec![fail(&[BIND])]), "not Available");
+    assert_eq!(
+        run(base(), released),
+        Ok(vec![fail(&[BIND])]),
+        "not Available"
+    );
     let mut picky = base();
     picky["spec"]["selector"] = json!({"matchLabels": {"tier": "fast"}});
-    assert_eq!(run(picky.clone(), disk()), Ok(vec![fail(&[BIND])]), "selector");
+    assert_eq!(
+        run(picky.clone(), disk()),
+        Ok(vec![fail(&[BIND])]),
+        "selector"
+    );
     assert_eq!(
         run(picky, labelled(disk(), json!({"tier": "fast"}))),
         Ok(vec![pass()])
@@ -496,14 +811,26 @@ fn provisioning_follows_allowed_topologies() {
         host("b", json!({ZONE: "zone-b"})),
         host("beta-b", json!({BETA_ZONE: "zone-b"})),
     ];
-    let zonal = allowed(class("zonal", "WaitForFirstConsumer", "ebs.csi.aws.com"), ZONE, &["zone-b"]);
+    let zonal = allowed(
+        class("zonal", "WaitForFirstConsumer", "ebs.csi.aws.com"),
+        ZONE,
+        &["zone-b"],
+    );
     assert_eq!(
-        verdicts(vec![zonal, pvc("data-0", "zonal")], &claims(&["data-0"]), &nodes),
+        verdicts(
+            vec![zonal, pvc("data-0", "zonal")],
+            &claims(&["data-0"]),
+            &nodes
+        ),
         Ok(vec![fail(&[BIND]), pass(), fail(&[BIND])])
     );
     let anywhere = class("anywhere", "WaitForFirstConsumer", "ebs.csi.aws.com");
     assert_eq!(
-        verdicts(vec![anywhere, pvc("data-0", "anywhere")], &claims(&["data-0"]), &nodes),
+        verdicts(
+            vec![anywhere, pvc("data-0", "anywhere")],
+            &claims(&["data-0"]),
+            &nodes
+        ),
         Ok(vec![pass(), pass(), pass()])
     );
 }
@@ -524,23 +851,38 @@ fn a_selected_node_restricts_the_claim_to_it() {
 /// possible outcome works there, checked as a bound volume (zone included).
 #[test]
 fn immediate_claims_pass_where_a_possible_volume_works() {
-    let nodes = [host("a", json!({ZONE: "zone-a"})), host("b", json!({ZONE: "zone-b"}))];
+    let nodes = [
+        host("a", json!({ZONE: "zone-a"})),
+        host("b", json!({ZONE: "zone-b"})),
+    ];
     let sc = class("manual", "Immediate", "");
     let disk = labelled(pv("pv-b", "manual"), json!({ZONE: "zone-b"}));
     assert_eq!(
-        verdicts(vec![sc.clone(), pvc("data-0", "manual"), disk], &claims(&["data-0"]), &nodes),
+        verdicts(
+            vec![sc.clone(), pvc("data-0", "manual"), disk],
+            &claims(&["data-0"]),
+            &nodes
+        ),
         Ok(vec![fail(&[BIND]), pass()])
     );
     // A class that does not exist: only an Available PV of that name's class.
     let disk = labelled(pv("pv-b", "ghost"), json!({ZONE: "zone-b"}));
     assert_eq!(
-        verdicts(vec![pvc("data-0", "ghost"), disk], &claims(&["data-0"]), &nodes),
+        verdicts(
+            vec![pvc("data-0", "ghost"), disk],
+            &claims(&["data-0"]),
+            &nodes
+        ),
         Ok(vec![fail(&[BIND]), pass()])
     );
     // An Immediate class that provisions anywhere: every node.
     let dynamic = class("gp3", "Immediate", "ebs.csi.aws.com");
     assert_eq!(
-        verdicts(vec![dynamic, pvc("data-0", "gp3")], &claims(&["data-0"]), &nodes),
+        verdicts(
+            vec![dynamic, pvc("data-0", "gp3")],
+            &claims(&["data-0"]),
+            &nodes
+        ),
         Ok(vec![pass(), pass()])
     );
 }
@@ -558,10 +900,16 @@ fn pod_level_failures_name_the_claim() {
     let mut pre = pvc("data-0", "standard");
     pre["spec"]["volumeName"] = json!("pv-x");
     let expected = Err("pod has unbound immediate PersistentVolumeClaims".to_string());
-    assert_eq!(verdicts(vec![pre.clone()], &claims(&["data-0"]), &nodes), expected);
+    assert_eq!(
+        verdicts(vec![pre.clone()], &claims(&["data-0"]), &nodes),
+        expected
+    );
     let mut other = pv("pv-x", "standard");
     other["spec"]["claimRef"] = json!({"name": "other", "namespace": NS});
-    assert_eq!(verdicts(vec![pre.clone(), other], &claims(&["data-0"]), &nodes), expected);
+    assert_eq!(
+        verdicts(vec![pre.clone(), other], &claims(&["data-0"]), &nodes),
+        expected
+    );
     // Pre-bound to a free PV that satisfies it: it binds there.
     let free = pinned(pv("pv-x", "standard"), &[(H, &["b"])]);
     assert_eq!(
@@ -583,18 +931,32 @@ fn ephemeral(volume: &str, spec: Value) -> PodVolume {
 /// create: an unbound claim of the template's class, or the default class.
 #[test]
 fn ephemeral_volumes_use_their_template() {
-    let nodes = [host("a", json!({ZONE: "zone-a"})), host("b", json!({ZONE: "zone-b"}))];
+    let nodes = [
+        host("a", json!({ZONE: "zone-a"})),
+        host("b", json!({ZONE: "zone-b"})),
+    ];
     let zonal = |name: &str, default: bool, created: &str| {
-        let mut sc = allowed(class(name, "WaitForFirstConsumer", "ebs.csi.aws.com"), ZONE, &["zone-b"]);
+        let mut sc = allowed(
+            class(name, "WaitForFirstConsumer", "ebs.csi.aws.com"),
+            ZONE,
+            &["zone-b"],
+        );
         sc["metadata"]["creationTimestamp"] = json!(created);
         if default {
             sc["metadata"]["annotations"] = json!({objects::ANN_DEFAULT_CLASS: "true"});
         }
         sc
     };
-    let named = ephemeral("scratch", json!({"storageClassName": "zonal", "accessModes": ["ReadWriteOnce"]}));
+    let named = ephemeral(
+        "scratch",
+        json!({"storageClassName": "zonal", "accessModes": ["ReadWriteOnce"]}),
+    );
     assert_eq!(
-        verdicts(vec![zonal("zonal", false, "2026-01-01T00:00:00Z")], &[named], &nodes),
+        verdicts(
+            vec![zonal("zonal", false, "2026-01-01T00:00:00Z")],
+            &[named],
+            &nodes
+        ),
         Ok(vec![fail(&[BIND]), pass()])
     );
     // No class: the newest default class.
@@ -607,7 +969,10 @@ fn ephemeral_volumes_use_their_template() {
     };
     assert_eq!(
         verdicts(
-            vec![everywhere.clone(), zonal("new-default", true, "2026-01-01T00:00:00Z")],
+            vec![
+                everywhere.clone(),
+                zonal("new-default", true, "2026-01-01T00:00:00Z")
+            ],
             std::slice::from_ref(&unnamed),
             &nodes
         ),
@@ -615,7 +980,11 @@ fn ephemeral_volumes_use_their_template() {
     );
     // No default class: class "", which only a class-less Available PV serves.
     assert_eq!(
-        verdicts(vec![zonal("zonal", false, "2026-01-01T00:00:00Z")], std::slice::from_ref(&unnamed), &nodes),
+        verdicts(
+            vec![zonal("zonal", false, "2026-01-01T00:00:00Z")],
+            std::slice::from_ref(&unnamed),
+            &nodes
+        ),
         Ok(vec![fail(&[BIND]), fail(&[BIND])])
     );
     assert_eq!(
@@ -635,8 +1004,7 @@ fn an_ephemeral_claim_name_taken_by_another_claim_fails_the_pod() {
     let nodes = [host("a", json!({}))];
     let spec = json!({"storageClassName": "standard"});
     let mut taken = pvc("test-pod-scratch", "standard");
-    taken["metadata"]["ownerReferences"] =
-        json!([{"apiVersion": "v1", "kind": "Pod", "name": "someone-else", "uid": "u", "controller": true}]);
+    taken["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Pod", "name": "someone-else", "uid": "u", "controller": true}]);
     assert_eq!(
         verdicts(vec![taken.clone()], &[ephemeral("scratch", spec.clone())], &nodes),
         Err("PVC default/test-pod-scratch was not created for pod default/test-pod (pod is not owner)".into())
@@ -667,20 +1035,37 @@ fn host_calls_are_few_and_lists_are_asked_about_first() {
     };
     // A bound claim: the claim and its volume, nothing else.
     assert_eq!(
-        run(vec![bound_to(pvc("data-0", "gp3"), "pv"), pv("pv", "gp3")], &["data-0"]),
-        vec!["get PersistentVolumeClaim data-0", "get PersistentVolume pv"]
+        run(
+            vec![bound_to(pvc("data-0", "gp3"), "pv"), pv("pv", "gp3")],
+            &["data-0"]
+        ),
+        vec![
+            "get PersistentVolumeClaim data-0",
+            "get PersistentVolume pv"
+        ]
     );
     // A class that provisions anywhere: no PV list.
     assert_eq!(
         run(
-            vec![class("gp3", "WaitForFirstConsumer", "ebs.csi.aws.com"), pvc("a", "gp3"), pvc("b", "gp3")],
+            vec![
+                class("gp3", "WaitForFirstConsumer", "ebs.csi.aws.com"),
+                pvc("a", "gp3"),
+                pvc("b", "gp3")
+            ],
             &["a", "b"]
         ),
-        vec!["get PersistentVolumeClaim a", "get StorageClass gp3", "get PersistentVolumeClaim b"]
+        vec![
+            "get PersistentVolumeClaim a",
+            "get StorageClass gp3",
+            "get PersistentVolumeClaim b"
+        ]
     );
     // Local volumes: one PV list for both claims, after can_i.
     assert_eq!(
-        run(vec![wait("local"), pvc("a", "local"), pvc("b", "local")], &["a", "b"]),
+        run(
+            vec![wait("local"), pvc("a", "local"), pvc("b", "local")],
+            &["a", "b"]
+        ),
         vec![
             "get PersistentVolumeClaim a",
             "get StorageClass local",
@@ -711,7 +1096,12 @@ fn a_list_policy_server_may_not_make_is_never_made() {
         }
     );
     assert!(refusal.is_forbidden());
-    assert!(!cluster.queries.take().contains(&"list PersistentVolume".to_string()));
+    assert!(
+        !cluster
+            .queries
+            .take()
+            .contains(&"list PersistentVolume".to_string())
+    );
 }
 
 #[test]
@@ -729,7 +1119,103 @@ fn malformed_answers_are_refusals_not_panics() {
             namespace: NS,
             claims: &volumes,
         };
-        assert!(matches!(resolve(&pod, &subject(), &cluster), Err(Refusal::Invalid(_))));
+        assert!(matches!(
+            resolve(&pod, &subject(), &cluster),
+            Err(Refusal::Invalid(_))
+        ));
     }
     let _ = nodes;
+}
+
+mod property {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const ZONES: [&str; 3] = ["a", "b", "c"];
+
+    /// One claim and the objects behind it, of one of the shapes the checks
+    /// tell apart: a bound zonal disk, a local PV, a zonal provisioner, a
+    /// manual (Immediate) PV, a selected node.
+    fn claim_objects(i: usize, shape: u8, zone: usize, node: usize) -> Vec<Value> {
+        let name = format!("c{i}");
+        let z = ZONES[zone % 3];
+        let host_name = format!("n{node}");
+        match shape % 5 {
+            0 => vec![
+                bound_to(pvc(&name, "gp3"), &format!("pv{i}")),
+                labelled(
+                    pinned(pv(&format!("pv{i}"), "gp3"), &[(ZONE, &[z])]),
+                    json!({ZONE: z}),
+                ),
+            ],
+            1 => vec![
+                wait("local"),
+                pvc(&name, "local"),
+                pinned(
+                    pv(&format!("pv{i}"), "local"),
+                    &[(H, &[host_name.as_str()])],
+                ),
+            ],
+            2 => vec![
+                allowed(
+                    class(&format!("zonal-{z}"), "WaitForFirstConsumer", "csi"),
+                    ZONE,
+                    &[z],
+                ),
+                pvc(&name, &format!("zonal-{z}")),
+            ],
+            3 => vec![
+                class("manual", "Immediate", ""),
+                pvc(&name, "manual"),
+                labelled(pv(&format!("pv{i}"), "manual"), json!({ZONE: z})),
+            ],
+            _ => {
+                let mut c = pvc(&name, "any");
+                c["metadata"]["annotations"] = json!({objects::ANN_SELECTED_NODE: host_name});
+                vec![class("any", "WaitForFirstConsumer", "csi"), c]
+            }
+        }
+    }
+
+    fn nodes() -> Vec<Node<'static>> {
+        (0..4)
+            .map(|n| host(&format!("n{n}"), json!({ZONE: ZONES[n % 3]})))
+            .collect()
+    }
+
+    fn fits(shapes: &[(u8, usize, usize)]) -> Vec<bool> {
+        let mut objects = Vec::new();
+        for (i, (shape, zone, node)) in shapes.iter().enumerate() {
+            for o in claim_objects(i, *shape, *zone, *node) {
+                if !objects.contains(&o) {
+                    objects.push(o);
+                }
+            }
+        }
+        let names: Vec<String> = (0..shapes.len()).map(|i| format!("c{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        match verdicts(objects, &claims(&names), &nodes()) {
+            Ok(per_node) => per_node.iter().map(Vec::is_empty).collect(),
+            Err(_) => vec![false; 4],
+        }
+    }
+
+    proptest! {
+        /// Adding a claim never makes a node that could not run the pod
+        /// able to run it.
+        #[test]
+        fn adding_a_claim_never_makes_a_node_fit(
+            shapes in proptest::collection::vec((0u8..5, 0usize..3, 0usize..4), 0..4),
+            extra in (0u8..5, 0usize..3, 0usize..4),
+        ) {
+            let before = fits(&shapes);
+            let mut more = shapes.clone();
+            more.push(extra);
+            let after = fits(&more);
+            for (node, (b, a)) in before.iter().zip(&after).enumerate() {
+                prop_assert!(*b || !*a, "node n{} fits only with the extra claim {:?}", node, extra);
+            }
+        }
+    }
 }

@@ -14,13 +14,26 @@ fn volume_affinity_reads_labels_only() {
     let n = node(json!({"name": "n1", "labels": {"zone": "a"}}));
     let term = |t: serde_json::Value| affinity(json!({"nodeSelectorTerms": [t]}));
     assert!(VolumeAffinity::new(None).matches(&n), "no affinity");
-    assert!(term(json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]})).matches(&n));
-    assert!(!term(json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]})).matches(&n));
-    // matchFields on another name: never constrains.
-    assert!(term(json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]})).matches(&n));
     assert!(
-        term(json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}],
-                    "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}))
+        term(json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}))
+            .matches(&n)
+    );
+    assert!(
+        !term(json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}))
+            .matches(&n)
+    );
+    // matchFields on another name: never constrains.
+    assert!(
+        term(
+            json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]})
+        )
+        .matches(&n)
+    );
+    assert!(
+        term(
+            json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}],
+                    "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]})
+        )
         .matches(&n)
     );
     // An empty term matches nothing; terms are ORed.
@@ -31,7 +44,8 @@ fn volume_affinity_reads_labels_only() {
         .matches(&n)
     );
     assert_eq!(
-        term(json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]})).label_keys(),
+        term(json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}))
+            .label_keys(),
         vec!["zone".to_string()]
     );
 }
@@ -49,9 +63,15 @@ fn allowed_topologies_are_ored_terms_of_anded_in_expressions() {
     assert!(!p.admits(&on(json!({"zone": "b", "rack": "2"}))));
     assert!(p.admits(&on(json!({"zone": "c"}))));
     assert!(!p.admits(&on(json!({}))));
-    assert!(Provisioning::new(&[]).admits(&on(json!({}))), "no list: anywhere");
+    assert!(
+        Provisioning::new(&[]).admits(&on(json!({}))),
+        "no list: anywhere"
+    );
     let empty: Vec<TopologySelectorTerm> = serde_json::from_value(json!([{}])).unwrap();
-    assert!(!Provisioning::new(&empty).admits(&on(json!({}))), "an empty term: nowhere");
+    assert!(
+        !Provisioning::new(&empty).admits(&on(json!({}))),
+        "an empty term: nowhere"
+    );
 }
 
 #[test]
