@@ -54,7 +54,9 @@ fn metadata_describes_the_policy() {
     );
     assert_eq!(
         m["contextAwareResources"],
-        serde_json::json!([{"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass"}])
+        serde_json::json!([{"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass"},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim"}, {"apiVersion": "v1", "kind": "PersistentVolume"},
+            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass"}])
     );
     assert_eq!(
         m["annotations"]["io.kubewarden.policy.version"],
@@ -147,14 +149,20 @@ fn examples_are_ready_to_apply() {
         .iter()
         .find(|d| d["kind"] == "ClusterRole")
         .expect("ClusterRole");
-    for (group, resource) in [("", "nodes"), ("node.k8s.io", "runtimeclasses")] {
+    for (group, resource, verbs) in [
+        ("", "nodes", &["get", "list", "watch"][..]),
+        ("node.k8s.io", "runtimeclasses", &["get", "list", "watch"]),
+        ("", "persistentvolumeclaims", &["get"]),
+        ("", "persistentvolumes", &["get", "list", "watch"]),
+        ("storage.k8s.io", "storageclasses", &["get", "list", "watch"]),
+    ] {
         let granted = role["rules"].as_array().unwrap().iter().any(|r| {
             let has = |k: &str, v: &str| r[k].as_array().is_some_and(|a| a.iter().any(|x| x == v));
             has("apiGroups", group)
                 && has("resources", resource)
-                && ["get", "list", "watch"].iter().all(|v| has("verbs", v))
+                && verbs.iter().all(|v| has("verbs", v))
         });
-        assert!(granted, "get/list/watch on {resource}");
+        assert!(granted, "{verbs:?} on {resource}");
     }
     let binding = rbac
         .iter()
