@@ -121,6 +121,50 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match pod topology spread constraints (missing required label)"
 }
 
+@test "a StatefulSet pod whose disk is in a zone without kata nodes is left alone" {
+  kwctl_run pod-statefulset.json volume-zone-b.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) had volume node affinity conflict"
+  decision_is unchanged
+}
+
+@test "the same StatefulSet pod gets kata when a kata node is in its disk's zone" {
+  kwctl_run pod-statefulset.json volume-zone-b-kata.yml
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  decision_is mutated
+}
+
+@test "a pod whose local volumes are on other nodes is left alone" {
+  kwctl_run pod-local-volume.json volume-local.yml
+  [ "$status" -eq 0 ]
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't find available persistent volumes to bind"
+}
+
+@test "a WaitForFirstConsumer claim whose class excludes the kata zones is left alone" {
+  kwctl_run pod-zonal-class.json volume-allowed-topologies.yml
+  [ "$status" -eq 0 ]
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't find available persistent volumes to bind"
+}
+
+@test "checkVolumes=false: volumes are not read and the pod gets kata" {
+  kwctl_run pod-statefulset.json kata-workers.yml '{"checkVolumes":false}'
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+}
+
+@test "volume reads refused: lookupFailure names the permission and the setting" {
+  kwctl_run pod-statefulset.json volume-forbidden.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  [[ "$(jq -r '.warnings[0]' <<<"$response")" == "kata runtime not assigned: cannot read PersistentVolumeClaim default/data-web-0 (forbidden: set checkVolumes: false or grant policy-server get on persistentvolumeclaims"* ]]
+}
+
 @test "a pod bound to a node that does not exist is left alone, and says so" {
   kwctl_run pod-node-name-missing.json node-missing.yml
   [ "$status" -eq 0 ]

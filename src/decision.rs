@@ -227,8 +227,9 @@ fn with_volumes(
 
 /// The outcome of a volume check that could not be made.
 fn volume_refused(settings: &Settings, user: &str, refusal: Refusal) -> Decision {
-    const GRANT: &str = "grant policy-server get on persistentvolumeclaims, get/list/watch on persistentvolumes \
-         and storageclasses.storage.k8s.io, and list them in contextAwareResources; or set checkVolumes: false";
+    // The setting first: the warning is cut to 255 bytes.
+    const GRANT: &str = "set checkVolumes: false or grant policy-server get on persistentvolumeclaims, \
+         persistentvolumes, storageclasses.storage.k8s.io and list/watch on the last two";
     match refusal {
         Refusal::Pod(why) => Decision::not_assigned(settings.no_feasible_node, why),
         Refusal::Denied { resource, verbs } => Decision::not_assigned(

@@ -154,7 +154,11 @@ fn examples_are_ready_to_apply() {
         ("node.k8s.io", "runtimeclasses", &["get", "list", "watch"]),
         ("", "persistentvolumeclaims", &["get"]),
         ("", "persistentvolumes", &["get", "list", "watch"]),
-        ("storage.k8s.io", "storageclasses", &["get", "list", "watch"]),
+        (
+            "storage.k8s.io",
+            "storageclasses",
+            &["get", "list", "watch"],
+        ),
     ] {
         let granted = role["rules"].as_array().unwrap().iter().any(|r| {
             let has = |k: &str, v: &str| r[k].as_array().is_some_and(|a| a.iter().any(|x| x == v));
