@@ -182,6 +182,35 @@ fn every_host_failure_has_its_documented_outcome() {
     }
 }
 
+/// policy-server may not read the pod's claim: `lookupFailure`, and the
+/// warning (cut to 255 bytes) still names the setting that turns the check
+/// off and the permission.
+#[test]
+fn a_refused_volume_read_names_the_setting_in_the_warning() {
+    let p = policy();
+    for (settings, allowed) in [
+        (json!({}), true),
+        (json!({"lookupFailure": "reject"}), false),
+    ] {
+        let verdict = p
+            .validate(
+                &request("pod-statefulset.json"),
+                &settings,
+                session("volume-forbidden.yml"),
+            )
+            .unwrap_or_else(|e| panic!("the guest failed: {e:#}"));
+        assert_eq!(verdict["accepted"], allowed, "{verdict}");
+        let warning = verdict["warnings"][0].as_str().unwrap_or_default();
+        assert!(
+            warning.starts_with(
+                "kata runtime not assigned: cannot read PersistentVolumeClaim default/data-web-0 \
+                 (forbidden: set checkVolumes: false or grant policy-server get on persistentvolumeclaims"
+            ),
+            "{warning}"
+        );
+    }
+}
+
 /// A NodeList of `count` nodes built by repeating a template (fast even in
 /// a debug build); the last node alone has the `fits` label.
 fn big_node_list(count: usize) -> String {

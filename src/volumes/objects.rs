@@ -4,9 +4,14 @@
 
 use std::collections::BTreeMap;
 
+use std::fmt;
+
 use k8s_openapi::api::core::v1::{NodeSelector, TopologySelectorTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+use crate::node::Str;
 
 use crate::quantity::Quantity;
 
@@ -22,6 +27,49 @@ pub const ANN_BETA_DEFAULT_CLASS: &str = "storageclass.beta.kubernetes.io/is-def
 /// Provisioner of classes for pre-created (local) volumes only.
 pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 
+/// The annotations the volume check reads; the others (often large, such
+/// as `kubectl.kubernetes.io/last-applied-configuration`) are skipped unread.
+const KNOWN_ANNOTATIONS: [&str; 5] = [
+    ANN_BIND_COMPLETED,
+    ANN_SELECTED_NODE,
+    ANN_BETA_CLASS,
+    ANN_DEFAULT_CLASS,
+    ANN_BETA_DEFAULT_CLASS,
+];
+
+fn known_annotations<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    struct Known;
+    impl<'de> Visitor<'de> for Known {
+        type Value = Option<BTreeMap<String, String>>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map of annotations")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut known = BTreeMap::new();
+            while let Some(key) = map.next_key::<Str<'de>>()? {
+                if KNOWN_ANNOTATIONS.contains(&key.as_str()) {
+                    known.insert(key.as_str().to_string(), map.next_value::<String>()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Some(known))
+        }
+    }
+    d.deserialize_option(Known)
+}
+
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta {
@@ -33,7 +81,7 @@ pub struct Meta {
     pub uid: Option<String>,
     #[serde(default)]
     pub labels: Option<BTreeMap<String, String>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "known_annotations")]
     pub annotations: Option<BTreeMap<String, String>>,
     #[serde(default)]
     pub deletion_timestamp: Option<String>,
@@ -99,6 +147,8 @@ pub struct Status {
 /// `volumeClaimTemplate` describes.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 pub struct Claim {
+    #[serde(default)]
+    pub kind: Option<String>,
     #[serde(default)]
     pub metadata: Meta,
     #[serde(default)]
@@ -199,6 +249,8 @@ pub struct VolumeSpec {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 pub struct Volume {
     #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
     pub metadata: Meta,
     #[serde(default)]
     pub spec: VolumeSpec,
@@ -248,6 +300,8 @@ impl Volume {
 #[serde(rename_all = "camelCase")]
 pub struct StorageClass {
     #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
     pub metadata: Meta,
     #[serde(default)]
     pub provisioner: String,
@@ -279,26 +333,37 @@ impl StorageClass {
 struct List<T> {
     #[serde(default)]
     kind: Option<String>,
-    #[serde(default = "Vec::new")]
-    items: Vec<T>,
+    #[serde(default = "Option::default")]
+    items: Option<Vec<T>>,
 }
 
+/// An object answer that names its kind.
+pub trait Object {
+    fn kind(&self) -> Option<&str>;
+}
+
+macro_rules! object {
+    ($($t:ty),*) => {$(
+        impl Object for $t {
+            fn kind(&self) -> Option<&str> {
+                self.kind.as_deref()
+            }
+        }
+    )*};
+}
+object!(Claim, Volume, StorageClass);
+
 /// Parses one object answer, checking `kind` when the answer names one.
-pub fn parse<'de, T: Deserialize<'de>>(bytes: &'de [u8], kind: &str) -> Result<T, String> {
+pub fn parse<'de, T: Deserialize<'de> + Object>(bytes: &'de [u8], kind: &str) -> Result<T, String> {
     let invalid = |why: String| format!("the {kind} from the cluster is not valid: {why}");
     if !crate::node::starts_as_object(bytes) {
         return Err(invalid("not a JSON object".into()));
     }
-    #[derive(Deserialize)]
-    struct Kind {
-        #[serde(default)]
-        kind: Option<String>,
+    let object: T = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+    match object.kind() {
+        Some(other) if other != kind => Err(invalid(format!("kind is {other:?}"))),
+        _ => Ok(object),
     }
-    let named: Kind = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
-    if let Some(other) = named.kind.filter(|k| k != kind) {
-        return Err(invalid(format!("kind is {other:?}")));
-    }
-    serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))
 }
 
 /// Parses a list answer (`<kind>List`).
@@ -314,5 +379,5 @@ pub fn parse_list<'de, T: Deserialize<'de>>(
     if let Some(other) = list.kind.filter(|k| *k != format!("{kind}List")) {
         return Err(invalid(format!("kind is {other:?}")));
     }
-    Ok(list.items)
+    Ok(list.items.unwrap_or_default())
 }

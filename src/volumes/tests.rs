@@ -1111,6 +1111,8 @@ fn malformed_answers_are_refusals_not_panics() {
         json!({"kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": NS}, "spec": {"accessModes": "RWO"}}),
         json!({"kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": NS},
             "spec": {"storageClassName": "x", "resources": {"requests": {"storage": "lots"}}}}),
+        json!({"kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": NS,
+            "annotations": {objects::ANN_SELECTED_NODE: 7}}}),
     ] {
         let cluster = Objects::new(vec![bad]);
         let volumes = claims(&["data-0"]);
@@ -1119,12 +1121,24 @@ fn malformed_answers_are_refusals_not_panics() {
             namespace: NS,
             claims: &volumes,
         };
-        assert!(matches!(
-            resolve(&pod, &subject(), &cluster),
-            Err(Refusal::Invalid(_))
-        ));
+        let refusal = resolve(&pod, &subject(), &cluster);
+        assert!(matches!(refusal, Err(Refusal::Invalid(_))), "{refusal:?}");
     }
-    let _ = nodes;
+    // Annotations the check does not read are skipped unread, whatever they hold.
+    let mut claim = bound_to(pvc("data-0", "gp3"), "pv");
+    claim["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
+        json!({"not": ["a", "string"]});
+    assert_eq!(
+        verdicts(vec![claim, pv("pv", "gp3")], &claims(&["data-0"]), &nodes),
+        Ok(vec![pass()])
+    );
+    // An answer of another kind than asked for.
+    let wrong = br#"{"kind":"PersistentVolume","metadata":{"name":"data-0"}}"#;
+    let err = objects::parse::<Claim>(wrong, "PersistentVolumeClaim").unwrap_err();
+    assert_eq!(
+        err,
+        "the PersistentVolumeClaim from the cluster is not valid: kind is \"PersistentVolume\""
+    );
 }
 
 mod property {
