@@ -132,17 +132,32 @@ impl VolumeKind {
         }
     }
 
-    /// The fields a list of this kind asks for besides `metadata`: one
-    /// fixed query per kind, so policy-server keeps one cache for each.
-    pub fn list_field_masks(self) -> Option<&'static [&'static str]> {
+    /// The fields a read of this kind asks for besides `metadata` (which the
+    /// host always keeps): what the binder reads, fixed per kind, so that
+    /// policy-server keeps one cache for each. StorageClasses are small and
+    /// their fields are not under `spec`: read whole.
+    pub fn field_masks(self) -> Option<&'static [&'static str]> {
         match self {
+            VolumeKind::PersistentVolumeClaim => Some(&PVC_FIELD_MASKS),
             VolumeKind::PersistentVolume => Some(&PV_FIELD_MASKS),
-            _ => None,
+            VolumeKind::StorageClass => None,
         }
     }
 }
 
-/// What the binder reads of a PV it might bind a claim to.
+/// What the volume check reads of a claim.
+pub const PVC_FIELD_MASKS: [&str; 8] = [
+    "spec.accessModes",
+    "spec.resources",
+    "spec.selector",
+    "spec.storageClassName",
+    "spec.volumeAttributesClassName",
+    "spec.volumeMode",
+    "spec.volumeName",
+    "status.phase",
+];
+
+/// What the volume check reads of a PV.
 pub const PV_FIELD_MASKS: [&str; 8] = [
     "spec.accessModes",
     "spec.capacity",
@@ -199,7 +214,8 @@ pub trait Cluster {
     fn may(&self, subject: &Subject, verb: &str, resource: Resource)
     -> Result<Access, LookupError>;
 
-    /// The object `name` of `kind` (in `namespace` when namespaced), unmasked;
+    /// The object `name` of `kind` (in `namespace` when namespaced), with
+    /// [`VolumeKind::field_masks`];
     /// `Ok(None)` when it does not exist. A direct GET: it fails fast.
     fn object(
         &self,
@@ -209,7 +225,7 @@ pub trait Cluster {
     ) -> Result<Option<Vec<u8>>, LookupError>;
 
     /// Every object of `kind` (a cluster-scoped kind), with
-    /// [`VolumeKind::list_field_masks`]. Ask [`Cluster::may`] first: a list
+    /// [`VolumeKind::field_masks`]. Ask [`Cluster::may`] first: a list
     /// policy-server may not make never answers.
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError>;
 }
@@ -258,7 +274,9 @@ pub fn object_request(kind: VolumeKind, namespace: Option<&str>, name: &str) -> 
         name: name.to_string(),
         namespace: namespace.map(str::to_string),
         disable_cache: false,
-        field_masks: None,
+        field_masks: kind
+            .field_masks()
+            .map(|masks| masks.iter().map(|m| m.to_string()).collect()),
     }
 }
 
@@ -269,7 +287,7 @@ pub fn objects_request(kind: VolumeKind) -> ListAllResourcesRequest {
         label_selector: None,
         field_selector: None,
         field_masks: kind
-            .list_field_masks()
+            .field_masks()
             .map(|masks| masks.iter().map(|m| m.to_string()).collect()),
     }
 }

@@ -59,19 +59,48 @@ enum Calls {
     RuntimeClassClaimAndNodes,
 }
 
-/// A StatefulSet claim bound to a zonal EBS disk (what the API server
-/// returns), and its PersistentVolume.
-const CLAIM: &str = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data-web-0","namespace":"default","uid":"3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10","resourceVersion":"48151623","creationTimestamp":"2026-11-02T10:21:07Z","labels":{"app":"web"},"annotations":{"pv.kubernetes.io/bind-completed":"yes","pv.kubernetes.io/bound-by-controller":"yes","volume.beta.kubernetes.io/storage-provisioner":"ebs.csi.aws.com","volume.kubernetes.io/selected-node":"ip-10-0-1-17.eu-west-1.compute.internal","volume.kubernetes.io/storage-provisioner":"ebs.csi.aws.com"},"finalizers":["kubernetes.io/pvc-protection"]},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"20Gi"}},"storageClassName":"gp3","volumeMode":"Filesystem","volumeName":"pvc-3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10"},"status":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"20Gi"},"phase":"Bound"}}"#;
-const VOLUME: &str = r#"{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pvc-3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10","uid":"f0e4a1b2-7c55-4d2e-8b0a-2d9e6c1f3a44","resourceVersion":"48151620","creationTimestamp":"2026-11-02T10:21:09Z","labels":{"topology.kubernetes.io/zone":"eu-west-1b"},"annotations":{"pv.kubernetes.io/provisioned-by":"ebs.csi.aws.com","volume.kubernetes.io/provisioner-deletion-secret-name":"","volume.kubernetes.io/provisioner-deletion-secret-namespace":""},"finalizers":["kubernetes.io/pv-protection","external-attacher/ebs-csi-aws-com"]},"spec":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"20Gi"},"claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"data-web-0","namespace":"default","resourceVersion":"48151598","uid":"3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10"},"csi":{"driver":"ebs.csi.aws.com","fsType":"ext4","volumeAttributes":{"storage.kubernetes.io/csiProvisionerIdentity":"1761234567890-8081-ebs.csi.aws.com"},"volumeHandle":"vol-0a1b2c3d4e5f67890"},"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["eu-west-1b"]}]}]}},"persistentVolumeReclaimPolicy":"Delete","storageClassName":"gp3","volumeMode":"Filesystem"},"status":{"lastPhaseTransitionTime":"2026-11-02T10:21:09Z","phase":"Bound"}}"#;
+/// A StatefulSet claim bound to a zonal EBS disk, and its PersistentVolume,
+/// as policy-server answers the policy's masked reads (metadata whole,
+/// `managedFields` emptied; spec and status pruned to the masks).
+const CLAIM: &str = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data-web-0","namespace":"default","uid":"3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10","resourceVersion":"48151623","creationTimestamp":"2026-11-02T10:21:07Z","labels":{"app":"web"},"annotations":{"pv.kubernetes.io/bind-completed":"yes","pv.kubernetes.io/bound-by-controller":"yes","volume.beta.kubernetes.io/storage-provisioner":"ebs.csi.aws.com","volume.kubernetes.io/selected-node":"ip-10-0-1-17.eu-west-1.compute.internal","volume.kubernetes.io/storage-provisioner":"ebs.csi.aws.com"},"finalizers":["kubernetes.io/pvc-protection"]},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"20Gi"}},"storageClassName":"gp3","volumeMode":"Filesystem","volumeName":"pvc-3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10"},"status":{"phase":"Bound"}}"#;
+const VOLUME: &str = r#"{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pvc-3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10","uid":"f0e4a1b2-7c55-4d2e-8b0a-2d9e6c1f3a44","resourceVersion":"48151620","creationTimestamp":"2026-11-02T10:21:09Z","labels":{"topology.kubernetes.io/zone":"eu-west-1b"},"annotations":{"pv.kubernetes.io/provisioned-by":"ebs.csi.aws.com","volume.kubernetes.io/provisioner-deletion-secret-name":"","volume.kubernetes.io/provisioner-deletion-secret-namespace":""},"finalizers":["kubernetes.io/pv-protection","external-attacher/ebs-csi-aws-com"]},"spec":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"20Gi"},"claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"data-web-0","namespace":"default","resourceVersion":"48151598","uid":"3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10"},"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["eu-west-1b"]}]}]}},"storageClassName":"gp3","volumeMode":"Filesystem"},"status":{"phase":"Bound"}}"#;
 
-fn object_request(kind: &str, namespace: Option<&str>, name: &str) -> CallbackRequest {
+/// The policy's field masks for claims and volumes (`src/cluster.rs`): a
+/// difference fails the replay, and so the case.
+const PVC_MASKS: [&str; 8] = [
+    "spec.accessModes",
+    "spec.resources",
+    "spec.selector",
+    "spec.storageClassName",
+    "spec.volumeAttributesClassName",
+    "spec.volumeMode",
+    "spec.volumeName",
+    "status.phase",
+];
+const PV_MASKS: [&str; 8] = [
+    "spec.accessModes",
+    "spec.capacity",
+    "spec.claimRef",
+    "spec.nodeAffinity",
+    "spec.storageClassName",
+    "spec.volumeAttributesClassName",
+    "spec.volumeMode",
+    "status.phase",
+];
+
+fn object_request(
+    kind: &str,
+    namespace: Option<&str>,
+    name: &str,
+    masks: &[&str],
+) -> CallbackRequest {
     CallbackRequest::KubernetesGetResource {
         api_version: "v1".into(),
         kind: kind.into(),
         name: name.into(),
         namespace: namespace.map(String::from),
         disable_cache: false,
-        field_masks: None,
+        field_masks: Some(masks.iter().map(|m| m.to_string()).collect()),
     }
 }
 
@@ -268,7 +297,12 @@ fn session(calls: Calls, answers: &Answers) -> Session {
                 response: success(RUNTIME_CLASS),
             },
             Exchange {
-                request: object_request("PersistentVolumeClaim", Some("default"), "data-web-0"),
+                request: object_request(
+                    "PersistentVolumeClaim",
+                    Some("default"),
+                    "data-web-0",
+                    &PVC_MASKS,
+                ),
                 response: object(CLAIM),
             },
             Exchange {
@@ -276,6 +310,7 @@ fn session(calls: Calls, answers: &Answers) -> Session {
                     "PersistentVolume",
                     None,
                     "pvc-3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10",
+                    &PV_MASKS,
                 ),
                 response: object(VOLUME),
             },
