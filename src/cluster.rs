@@ -1,4 +1,4 @@
-//! The two questions the policy asks the cluster, behind a trait so that the
+//! What the policy asks the cluster, behind a trait so that the
 //! decision stays pure and testable without a host.
 //!
 //! Answers are raw JSON bytes: parsing belongs to the decision, where a
@@ -417,6 +417,49 @@ mod tests {
             rc,
             serde_json::json!({"api_version": "node.k8s.io/v1", "kind": "RuntimeClass", "name": "kata",
                 "namespace": null, "disable_cache": false, "field_masks": null})
+        );
+    }
+
+    #[test]
+    fn volume_reads_are_fixed_masked_queries() {
+        let claim = serde_json::to_value(object_request(
+            VolumeKind::PersistentVolumeClaim,
+            Some("default"),
+            "data-0",
+        ))
+        .unwrap();
+        assert_eq!(claim["namespace"], "default");
+        assert_eq!(claim["field_masks"], serde_json::json!(PVC_FIELD_MASKS));
+        let class =
+            serde_json::to_value(object_request(VolumeKind::StorageClass, None, "gp3")).unwrap();
+        assert_eq!(class["api_version"], "storage.k8s.io/v1");
+        assert_eq!(class["field_masks"], serde_json::Value::Null);
+        assert_eq!(
+            serde_json::to_value(objects_request(VolumeKind::PersistentVolume)).unwrap(),
+            serde_json::json!({"api_version": "v1", "kind": "PersistentVolume", "label_selector": null,
+                "field_selector": null, "field_masks": PV_FIELD_MASKS})
+        );
+        let subject = Subject {
+            user: "u",
+            groups: vec![],
+        };
+        let access = serde_json::to_value(access_request(
+            &subject,
+            "list",
+            VolumeKind::StorageClass.resource(),
+        ))
+        .unwrap();
+        assert_eq!(
+            access["subject_access_review"]["resource_attributes"]["group"],
+            "storage.k8s.io"
+        );
+        assert_eq!(
+            access["subject_access_review"]["resource_attributes"]["resource"],
+            "storageclasses"
+        );
+        assert_eq!(
+            VolumeKind::StorageClass.resource().qualified(),
+            "storageclasses.storage.k8s.io"
         );
     }
 
