@@ -73,8 +73,11 @@ pub fn resolve(
         volumes: None,
     };
     let mut bound = Vec::new();
-    let mut unbound = Vec::new();
     let mut zones = Vec::new();
+    // Unbound claims are matched after the others: a free PV that a
+    // pre-bound claim will take is no candidate for them.
+    let mut pending = Vec::new();
+    let mut taken = Vec::new();
     for volume in pod.claims {
         let (claim, name, zone_checked) = match &volume.source {
             ClaimSource::Claim(name) => {
@@ -106,14 +109,17 @@ pub fn resolve(
                         })?,
                 };
                 bound.push(VolumeAffinity::new(pv.required_affinity()));
+                taken.push(pv.metadata.name.clone());
                 if zone_checked {
                     zones.push(VolumeZones::from_labels(|k| pv.metadata.label(k)));
                 }
             }
-            State::Unbound => {
-                unbound.push(reader.unbound(&claim, &name, pod.namespace, zone_checked)?);
-            }
+            State::Unbound => pending.push((claim, name, zone_checked)),
         }
+    }
+    let mut unbound = Vec::new();
+    for (claim, name, zone_checked) in pending {
+        unbound.push(reader.unbound(&claim, &name, pod.namespace, zone_checked, &taken)?);
     }
     Ok(VolumeCheck::new(bound, unbound, zones))
 }
@@ -354,6 +360,7 @@ impl<C: Cluster> Reader<'_, C> {
         name: &str,
         namespace: &str,
         persistent: bool,
+        taken: &[String],
     ) -> Result<UnboundClaim, Refusal> {
         let class_name = match claim.class() {
             Some(class) => class.to_string(),
@@ -385,6 +392,9 @@ impl<C: Cluster> Reader<'_, C> {
         let candidates = if needs_volumes {
             let volumes = self.volumes()?;
             candidates(volumes, claim, name, namespace, &class_name)
+                .into_iter()
+                .filter(|c| !taken.contains(&c.name))
+                .collect()
         } else {
             Vec::new()
         };

@@ -918,6 +918,36 @@ fn pod_level_failures_name_the_claim() {
     );
 }
 
+/// A free PV that one claim is pre-bound to is not a candidate for another.
+#[test]
+fn a_volume_a_pre_bound_claim_takes_is_no_candidate_for_another() {
+    let nodes = [host("a", json!({}))];
+    let mut pre = pvc("data-0", "local");
+    pre["spec"]["volumeName"] = json!("only");
+    let objects = vec![
+        wait("local"),
+        pre,
+        pvc("data-1", "local"),
+        pv("only", "local"),
+    ];
+    assert_eq!(
+        verdicts(objects.clone(), &claims(&["data-0"]), &nodes),
+        Ok(vec![pass()])
+    );
+    assert_eq!(
+        verdicts(objects.clone(), &claims(&["data-1"]), &nodes),
+        Ok(vec![pass()])
+    );
+    // Either order: the unbound claim is matched after the pre-bound one.
+    for order in [["data-0", "data-1"], ["data-1", "data-0"]] {
+        assert_eq!(
+            verdicts(objects.clone(), &claims(&order), &nodes),
+            Ok(vec![fail(&[BIND])]),
+            "{order:?}"
+        );
+    }
+}
+
 fn ephemeral(volume: &str, spec: Value) -> PodVolume {
     PodVolume {
         name: volume.into(),
@@ -1056,8 +1086,8 @@ fn host_calls_are_few_and_lists_are_asked_about_first() {
         ),
         vec![
             "get PersistentVolumeClaim a",
-            "get StorageClass gp3",
-            "get PersistentVolumeClaim b"
+            "get PersistentVolumeClaim b",
+            "get StorageClass gp3"
         ]
     );
     // Local volumes: one PV list for both claims, after can_i.
@@ -1068,11 +1098,11 @@ fn host_calls_are_few_and_lists_are_asked_about_first() {
         ),
         vec![
             "get PersistentVolumeClaim a",
+            "get PersistentVolumeClaim b",
             "get StorageClass local",
             "can_i list persistentvolumes",
             "can_i watch persistentvolumes",
             "list PersistentVolume",
-            "get PersistentVolumeClaim b",
         ]
     );
 }
