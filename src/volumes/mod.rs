@@ -14,7 +14,7 @@ pub mod objects;
 
 use std::collections::BTreeMap;
 
-use crate::cluster::{Cluster, LookupError, LookupErrorKind, Subject, VolumeKind};
+use crate::cluster::{Cluster, LookupError, Subject, VolumeKind};
 use crate::scheduling::volume_binding::{
     Candidate, Provisioning, UnboundClaim, VolumeAffinity, VolumeCheck,
 };
@@ -471,14 +471,6 @@ fn selector_matches<'a>(
         }
     });
     labels_ok && exprs_ok
-}
-
-impl Refusal {
-    /// Whether the host refused the read for lack of permission.
-    pub fn is_forbidden(&self) -> bool {
-        matches!(self, Refusal::Denied { .. })
-            || matches!(self, Refusal::Lookup { error, .. } if error.kind == LookupErrorKind::Forbidden)
-    }
 }
 
 #[cfg(test)]
