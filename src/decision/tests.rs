@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::cluster::{Access, Resource, Subject, VolumeKind};
+use crate::volumes::test_support;
 
 /// A cluster answering from fixed JSON, recording every query it gets.
 struct FakeCluster {
@@ -115,15 +116,12 @@ impl Cluster for FakeCluster {
         if let Some(e) = &self.volume_error {
             return Err(e.clone());
         }
-        Ok(self
-            .volume_objects
-            .iter()
-            .find(|o| {
-                o["kind"] == kind.kind()
-                    && o["metadata"]["name"] == name
-                    && o["metadata"]["namespace"].as_str() == namespace
-            })
-            .map(|o| o.to_string().into_bytes()))
+        Ok(test_support::read(
+            &self.volume_objects,
+            kind,
+            namespace,
+            name,
+        ))
     }
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
         self.queries
@@ -132,14 +130,7 @@ impl Cluster for FakeCluster {
         if let Some(e) = &self.volume_error {
             return Err(e.clone());
         }
-        let items: Vec<&Value> = (self.volume_objects.iter())
-            .filter(|o| o["kind"] == kind.kind())
-            .collect();
-        Ok(
-            json!({"kind": format!("{}List", kind.kind()), "items": items})
-                .to_string()
-                .into_bytes(),
-        )
+        Ok(test_support::list(&self.volume_objects, kind))
     }
 }
 

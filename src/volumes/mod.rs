@@ -474,4 +474,6 @@ fn selector_matches<'a>(
 }
 
 #[cfg(test)]
+pub(crate) mod test_support;
+#[cfg(test)]
 mod tests;

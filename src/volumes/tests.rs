@@ -64,30 +64,13 @@ impl Cluster for Objects {
         self.queries
             .borrow_mut()
             .push(format!("get {} {name}", kind.kind()));
-        Ok(self
-            .items
-            .iter()
-            .find(|o| {
-                o["kind"] == kind.kind()
-                    && o["metadata"]["name"] == name
-                    && o["metadata"]["namespace"].as_str() == namespace
-            })
-            .map(|o| o.to_string().into_bytes()))
+        Ok(test_support::read(&self.items, kind, namespace, name))
     }
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
         self.queries
             .borrow_mut()
             .push(format!("list {}", kind.kind()));
-        let items: Vec<&Value> = self
-            .items
-            .iter()
-            .filter(|o| o["kind"] == kind.kind())
-            .collect();
-        Ok(
-            json!({"kind": format!("{}List", kind.kind()), "items": items})
-                .to_string()
-                .into_bytes(),
-        )
+        Ok(test_support::list(&self.items, kind))
     }
 }
 

@@ -271,31 +271,27 @@ fn session(calls: Calls, answers: &Answers) -> Session {
         },
         None => success(text),
     };
-    let exchanges = match calls {
+    let runtime_class = || Exchange {
+        request: runtime_class_request(),
+        response: success(RUNTIME_CLASS),
+    };
+    // The access questions, then the node list: every case that lists.
+    let listing = || {
+        let access = |verb: &str| Exchange {
+            request: CallbackRequest::default_nodes_access(verb),
+            response: success(r#"{"allowed":true}"#),
+        };
+        let list = Exchange {
+            request: nodes_request(),
+            response: list_answer(),
+        };
+        [access("list"), access("watch"), list]
+    };
+    let exchanges: Vec<Exchange> = match calls {
         Calls::None => vec![],
-        Calls::RuntimeClassAndNodes => vec![
-            Exchange {
-                request: runtime_class_request(),
-                response: success(RUNTIME_CLASS),
-            },
-            Exchange {
-                request: CallbackRequest::default_nodes_access("list"),
-                response: success(r#"{"allowed":true}"#),
-            },
-            Exchange {
-                request: CallbackRequest::default_nodes_access("watch"),
-                response: success(r#"{"allowed":true}"#),
-            },
-            Exchange {
-                request: nodes_request(),
-                response: list_answer(),
-            },
-        ],
-        Calls::RuntimeClassClaimAndNodes => vec![
-            Exchange {
-                request: runtime_class_request(),
-                response: success(RUNTIME_CLASS),
-            },
+        Calls::RuntimeClassAndNodes => std::iter::once(runtime_class()).chain(listing()).collect(),
+        Calls::RuntimeClassClaimAndNodes => [
+            runtime_class(),
             Exchange {
                 request: object_request(
                     "PersistentVolumeClaim",
@@ -314,28 +310,16 @@ fn session(calls: Calls, answers: &Answers) -> Session {
                 ),
                 response: object(VOLUME),
             },
-            Exchange {
-                request: CallbackRequest::default_nodes_access("list"),
-                response: success(r#"{"allowed":true}"#),
-            },
-            Exchange {
-                request: CallbackRequest::default_nodes_access("watch"),
-                response: success(r#"{"allowed":true}"#),
-            },
-            Exchange {
-                request: nodes_request(),
-                response: list_answer(),
-            },
-        ],
+        ]
+        .into_iter()
+        .chain(listing())
+        .collect(),
         Calls::NodesOnly => vec![Exchange {
             request: nodes_request(),
             response: list_answer(),
         }],
         Calls::RuntimeClassAndMiddleNode => vec![
-            Exchange {
-                request: runtime_class_request(),
-                response: success(RUNTIME_CLASS),
-            },
+            runtime_class(),
             Exchange {
                 request: node_request(answers.middle.0),
                 response: middle_answer(),
