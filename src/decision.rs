@@ -9,7 +9,7 @@ use crate::scheduling::Constraints;
 use crate::scheduling::Feasibility;
 use crate::settings::{Outcome, Settings};
 use crate::volumes::{self, PodRef, Refusal};
-use crate::{mutation, runtime_class};
+use crate::{compat, mutation, runtime_class};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -114,11 +114,8 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
             "kata runtime not assigned: mirror pod of a static pod (the kubelet runs it, not the API)".into(),
         );
     }
-    if settings.skip_host_namespaces && !pod.host_namespaces.is_empty() {
-        return Decision::leave(format!(
-            "kata runtime not assigned: the pod uses {}, which Kata Containers cannot provide",
-            pod.host_namespaces.join(", ")
-        ));
+    if let Some(left) = runtime_incompatible(&pod, settings) {
+        return left;
     }
     if !pod.has_spec {
         return Decision::leave("kata runtime not assigned: the pod has no spec".into());
@@ -194,6 +191,35 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         diagnosis.to_string()
     };
     Decision::not_assigned(settings.no_feasible_node, why)
+}
+
+/// The runtime-compatibility check (`skipPodsUsing`): a pod using a feature
+/// Kata cannot provide is left unchanged whatever `noFeasibleNode` says,
+/// since the pod runs as it is. Every finding goes into the explanation, the
+/// first one first so that it survives the warning's cut.
+fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Option<Decision> {
+    if settings.skip_pods_using.is_empty() {
+        return None;
+    }
+    // Validated with the settings: a failure here is a policy bug, not input.
+    let devices = match settings.device_resources() {
+        Ok(devices) => devices,
+        Err(e) => {
+            return Some(Decision::Reject {
+                explanation: format!("invalid policy settings: {e}"),
+                code: Some(400),
+            });
+        }
+    };
+    let findings = compat::check(&pod.runtime, &settings.compat(&devices));
+    if findings.is_empty() {
+        return None;
+    }
+    let reasons: Vec<String> = findings.iter().map(ToString::to_string).collect();
+    Some(Decision::leave(format!(
+        "kata runtime not assigned: {}",
+        reasons.join("; ")
+    )))
 }
 
 /// Adds the VolumeBinding and VolumeZone checks of the pod's claims. Pods

@@ -21,6 +21,7 @@
 #[cfg(feature = "bench")]
 mod bench;
 pub mod cluster;
+pub mod compat;
 pub mod decision;
 pub mod json_scan;
 pub mod labels;

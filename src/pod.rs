@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Affinity, NodeSelector, Toleration};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::compat::{self, RuntimeFacts};
 use crate::quantity::Quantity;
 use crate::resources::{ContainerResources, PodResources, ResourceList};
 use crate::volumes::objects::Claim;
@@ -16,6 +17,8 @@ use crate::volumes::{ClaimSource, PodVolume};
 
 /// Annotation the kubelet puts on the API mirror of a static pod.
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+/// The AppArmor annotation of one container (before the field, still read).
+pub const APP_ARMOR_ANNOTATION_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -68,6 +71,70 @@ struct PodSpec {
     topology_spread_constraints: Option<Vec<RawSpreadConstraint>>,
     #[serde(default)]
     volumes: Option<Vec<RawVolume>>,
+    #[serde(default)]
+    host_users: Option<bool>,
+    #[serde(default)]
+    os: Option<RawOs>,
+    #[serde(default)]
+    security_context: Option<RawSecurity>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RawOs {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// The fields of a pod's or a container's `securityContext` that the
+/// runtime-compatibility check reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSecurity {
+    #[serde(default)]
+    privileged: Option<bool>,
+    #[serde(default)]
+    seccomp_profile: Option<RawProfile>,
+    #[serde(default)]
+    app_armor_profile: Option<RawProfile>,
+    #[serde(rename = "seLinuxOptions", default)]
+    se_linux_options: Option<BTreeMap<String, Option<String>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RawProfile {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawMount {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    mount_propagation: Option<String>,
+    #[serde(default)]
+    sub_path: Option<String>,
+    #[serde(default)]
+    sub_path_expr: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RawHostPath {
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEmptyDir {
+    #[serde(default)]
+    medium: Option<String>,
+    /// A quantity, kept as JSON text: only shown, never computed with.
+    #[serde(default)]
+    size_limit: Option<Box<RawValue>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -79,6 +146,10 @@ struct RawVolume {
     persistent_volume_claim: Option<RawClaimSource>,
     #[serde(default)]
     ephemeral: Option<RawEphemeral>,
+    #[serde(default)]
+    host_path: Option<RawHostPath>,
+    #[serde(default)]
+    empty_dir: Option<RawEmptyDir>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -99,9 +170,15 @@ struct RawEphemeral {
 #[serde(rename_all = "camelCase")]
 struct RawContainer {
     #[serde(default)]
+    name: String,
+    #[serde(default)]
     resources: Option<RawRequirements>,
     #[serde(default)]
     restart_policy: Option<String>,
+    #[serde(default)]
+    security_context: Option<RawSecurity>,
+    #[serde(default)]
+    volume_mounts: Option<Vec<RawMount>>,
 }
 
 /// Quantities stay raw JSON text until parsed exactly (never via f64).
@@ -132,8 +209,8 @@ pub struct PodFacts {
     /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
     pub required_node_affinity: Option<NodeSelector>,
     pub tolerations: Vec<Toleration>,
-    /// The host namespaces the pod asks for, in the order hostNetwork, hostPID, hostIPC.
-    pub host_namespaces: Vec<&'static str>,
+    /// What the runtime-compatibility check reads (`compat.rs`).
+    pub runtime: RuntimeFacts,
     pub runtime_class_name: Option<String>,
     /// `spec.overhead` (normally unset: the RuntimeClass plugin sets it).
     pub overhead: Option<ResourceList>,
@@ -169,6 +246,7 @@ impl PodFacts {
             .map(|o| resource_list(Some(o), "spec.overhead"))
             .transpose()
             .map_err(invalid)?;
+        let runtime = runtime_facts(&spec, &resources, meta.annotations.as_ref());
         let claims = spec
             .volumes
             .into_iter()
@@ -185,15 +263,6 @@ impl PodFacts {
                 })
             })
             .collect();
-        let host_namespaces = [
-            ("hostNetwork", spec.host_network),
-            ("hostPID", spec.host_pid),
-            ("hostIPC", spec.host_ipc),
-        ]
-        .into_iter()
-        .filter(|(_, on)| *on == Some(true))
-        .map(|(name, _)| name)
-        .collect();
         Ok(PodFacts {
             has_spec,
             is_mirror: meta
@@ -207,7 +276,7 @@ impl PodFacts {
                 .and_then(|a| a.node_affinity)
                 .and_then(|na| na.required_during_scheduling_ignored_during_execution),
             tolerations: spec.tolerations.unwrap_or_default(),
-            host_namespaces,
+            runtime,
             runtime_class_name: spec.runtime_class_name.filter(|n| !n.is_empty()),
             overhead,
             resources,
@@ -222,6 +291,104 @@ impl PodFacts {
             claims,
         })
     }
+}
+
+/// The facts of the runtime-compatibility check. `resources` holds the
+/// containers' parsed resources, in the order of `spec`.
+fn runtime_facts(
+    spec: &PodSpec,
+    resources: &PodResources,
+    annotations: Option<&BTreeMap<String, String>>,
+) -> RuntimeFacts {
+    let host_namespaces = [
+        ("hostNetwork", spec.host_network),
+        ("hostPID", spec.host_pid),
+        ("hostIPC", spec.host_ipc),
+    ]
+    .into_iter()
+    .filter(|(_, on)| *on == Some(true))
+    .map(|(name, _)| name)
+    .collect();
+    let init_resources = resources.init_containers.iter().map(|(r, _)| r);
+    let containers = (spec.containers.iter().flatten().map(|c| (c, false)))
+        .zip(resources.containers.iter())
+        .chain((spec.init_containers.iter().flatten().map(|c| (c, true))).zip(init_resources))
+        .map(|((c, init), r)| compat::Container {
+            name: c.name.clone(),
+            init,
+            security: security(c.security_context.as_ref()),
+            mounts: c
+                .volume_mounts
+                .iter()
+                .flatten()
+                .map(|m| compat::Mount {
+                    volume: m.name.clone(),
+                    propagation: m.mount_propagation.clone(),
+                    sub_path: [("subPath", &m.sub_path), ("subPathExpr", &m.sub_path_expr)]
+                        .into_iter()
+                        .find(|(_, v)| v.as_deref().is_some_and(|v| !v.is_empty()))
+                        .map(|(field, _)| field),
+                })
+                .collect(),
+            resources: nonzero_names(r),
+        })
+        .collect();
+    let volumes = (spec.volumes.iter().flatten())
+        .filter(|v| v.host_path.is_some() || v.empty_dir.is_some())
+        .map(|v| compat::Volume {
+            name: v.name.clone(),
+            host_path: v.host_path.as_ref().map(|h| compat::HostPath {
+                path: h.path.clone().unwrap_or_default(),
+                kind: h.kind.clone().unwrap_or_default(),
+            }),
+            memory_size_limit: (v.empty_dir.as_ref())
+                .filter(|e| e.medium.as_deref() == Some("Memory"))
+                .and_then(|e| e.size_limit.as_ref())
+                .map(|q| q.get().trim_matches('"').to_string())
+                .filter(|q| q != "null"),
+        })
+        .collect();
+    let app_armor_annotations = (annotations.into_iter().flatten())
+        .filter_map(|(key, value)| {
+            let container = key.strip_prefix(APP_ARMOR_ANNOTATION_PREFIX)?;
+            Some((container.to_string(), value.clone()))
+        })
+        .collect();
+    RuntimeFacts {
+        host_namespaces,
+        host_users: spec.host_users,
+        os_name: spec.os.as_ref().and_then(|os| os.name.clone()),
+        security: security(spec.security_context.as_ref()),
+        containers,
+        volumes,
+        app_armor_annotations,
+    }
+}
+
+fn security(raw: Option<&RawSecurity>) -> compat::Security {
+    let Some(raw) = raw else {
+        return compat::Security::default();
+    };
+    let kind = |p: &Option<RawProfile>| p.as_ref().and_then(|p| p.kind.clone());
+    compat::Security {
+        privileged: raw.privileged == Some(true),
+        seccomp: kind(&raw.seccomp_profile),
+        app_armor: kind(&raw.app_armor_profile),
+        se_linux: (raw.se_linux_options.iter().flatten())
+            .any(|(_, v)| v.as_deref().is_some_and(|v| !v.is_empty())),
+    }
+}
+
+/// The extended resources (the only kind `hostDeviceResources` can name) a
+/// container requests or limits with a non-zero quantity.
+fn nonzero_names(r: &ContainerResources) -> Vec<String> {
+    let mut names: Vec<String> = (r.requests.iter().chain(r.limits.iter()))
+        .filter(|(name, q)| name.contains('/') && !q.is_zero())
+        .map(|(name, _)| name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 fn pod_resources(spec: &PodSpec) -> Result<PodResources, String> {
@@ -305,7 +472,7 @@ mod tests {
         assert!(facts.has_spec && facts.is_mirror);
         assert_eq!(facts.node_name.as_deref(), Some("n1"));
         assert_eq!(facts.node_selector.get("a").map(String::as_str), Some(""));
-        assert_eq!(facts.host_namespaces, vec!["hostPID"]);
+        assert_eq!(facts.runtime.host_namespaces, vec!["hostPID"]);
         assert_eq!(facts.tolerations.len(), 1);
         assert_eq!(
             facts

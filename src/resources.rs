@@ -51,19 +51,20 @@ fn is_pod_level(name: &str) -> bool {
     matches!(name, CPU | MEMORY) || name.starts_with(HUGEPAGES_PREFIX)
 }
 
-/// The `ignoredResources` setting: extended resources the fit check skips,
-/// by exact name or by `group/*` (the scheduler's `ignoredResources` and
-/// `ignoredResourceGroups`).
+/// A set of extended resources, by exact name or by `group/*`: the
+/// `ignoredResources` setting (what the fit check skips, like the scheduler's
+/// `ignoredResources` and `ignoredResourceGroups`) and `hostDeviceResources`
+/// (what a device plugin hands over as host device nodes).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IgnoredResources {
+pub struct ResourceNames {
     names: Vec<String>,
     groups: Vec<String>,
 }
 
-impl IgnoredResources {
+impl ResourceNames {
     /// Parses the setting's entries; the error names the bad entry.
     pub fn parse<'a>(entries: impl IntoIterator<Item = &'a str>) -> Result<Self, String> {
-        let mut ignored = IgnoredResources::default();
+        let mut set = ResourceNames::default();
         for entry in entries {
             if let Some(group) = entry.strip_suffix("/*") {
                 if !is_dns_subdomain(group) || group.ends_with("kubernetes.io") {
@@ -71,19 +72,19 @@ impl IgnoredResources {
                         "{entry:?} is not a resource group: expected \"<domain>/*\" with a DNS subdomain outside kubernetes.io, such as \"example.com/*\""
                     ));
                 }
-                ignored.groups.push(group.to_string());
+                set.groups.push(group.to_string());
             } else if is_extended(entry) {
-                ignored.names.push(entry.to_string());
+                set.names.push(entry.to_string());
             } else {
                 return Err(format!(
                     "{entry:?} is not an extended resource name: expected \"<domain>/<name>\" outside kubernetes.io, such as \"nvidia.com/gpu\", or a group such as \"nvidia.com/*\""
                 ));
             }
         }
-        Ok(ignored)
+        Ok(set)
     }
 
-    pub fn ignores(&self, name: &str) -> bool {
+    pub fn contains(&self, name: &str) -> bool {
         self.names.iter().any(|n| n == name)
             || name
                 .split_once('/')

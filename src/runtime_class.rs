@@ -8,7 +8,7 @@ use k8s_openapi::api::node::v1::RuntimeClass;
 
 use crate::pod::PodFacts;
 use crate::quantity::Quantity;
-use crate::resources::{IgnoredResources, ResourceList};
+use crate::resources::{ResourceList, ResourceNames};
 use crate::scheduling::Constraints;
 use crate::scheduling::node_resources_fit::ResourceFit;
 use crate::scheduling::pod_topology_spread::SpreadLabels;
@@ -49,7 +49,7 @@ pub fn effective_constraints(
     pod: &PodFacts,
     rc: &RuntimeClass,
     overhead: &ResourceList,
-    ignored: &IgnoredResources,
+    ignored: &ResourceNames,
 ) -> Result<Constraints, String> {
     let name = rc.metadata.name.as_deref().unwrap_or_default();
     check_overhead(pod, rc, overhead, name)?;
@@ -139,7 +139,7 @@ mod tests {
     }
 
     fn effective_constraints(pod: &PodFacts, rc: &RuntimeClass) -> Result<Constraints, String> {
-        super::effective_constraints(pod, rc, &overhead(rc)?, &IgnoredResources::default())
+        super::effective_constraints(pod, rc, &overhead(rc)?, &ResourceNames::default())
     }
 
     #[test]

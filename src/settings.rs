@@ -8,8 +8,9 @@
 use serde_json::{Map, Value};
 
 use crate::cluster::Subject;
+use crate::compat::{self, CompatSettings, Feature, FeatureSet};
 use crate::labels;
-use crate::resources::IgnoredResources;
+use crate::resources::ResourceNames;
 
 /// What to do with the pod when the policy cannot give it Kata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +41,14 @@ pub struct Settings {
     pub kata_node_selector: String,
     pub no_feasible_node: Outcome,
     pub lookup_failure: Outcome,
-    /// Never give Kata to pods with hostNetwork, hostPID or hostIPC.
-    pub skip_host_namespaces: bool,
+    /// Pod features Kata cannot run: a pod using one is left unchanged.
+    /// (The deprecated `skipHostNamespaces: false` removes `hostNamespaces`.)
+    pub skip_pods_using: FeatureSet,
+    /// Host paths under which sockets live (`hostSockets`), cleaned.
+    pub host_socket_paths: Vec<String>,
+    /// Extended resources a device plugin hands over as host device nodes
+    /// (`deviceResources`): names or `domain/*` groups.
+    pub host_device_resources: Vec<String>,
     /// Extended resources (`vendor/name` or `vendor/*`) the resource-fit
     /// check skips, e.g. those served through DRA.
     pub ignored_resources: Vec<String>,
@@ -60,7 +67,21 @@ pub const DEFAULT_KATA_NODE_SELECTOR: &str = "katacontainers.io/kata-runtime=tru
 pub const DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT: &str =
     "system:serviceaccount:kubewarden:policy-server";
 
-const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipHostNamespaces, ignoredResources, policyServerServiceAccount, checkVolumes";
+/// Where container runtimes, kubelet plugins and device plugins keep their
+/// sockets.
+pub const DEFAULT_HOST_SOCKET_PATHS: [&str; 6] = [
+    "/run",
+    "/var/run",
+    "/var/lib/kubelet/plugins",
+    "/var/lib/kubelet/plugins_registry",
+    "/var/lib/kubelet/device-plugins",
+    "/var/lib/kubelet/pod-resources",
+];
+/// Device-plugin resources handed over as device nodes, not through VFIO.
+pub const DEFAULT_HOST_DEVICE_RESOURCES: [&str; 3] =
+    ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/*"];
+
+const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -69,7 +90,9 @@ impl Default for Settings {
             kata_node_selector: DEFAULT_KATA_NODE_SELECTOR.to_string(),
             no_feasible_node: Outcome::Accept,
             lookup_failure: Outcome::Accept,
-            skip_host_namespaces: true,
+            skip_pods_using: FeatureSet::default_set(),
+            host_socket_paths: DEFAULT_HOST_SOCKET_PATHS.map(String::from).to_vec(),
+            host_device_resources: DEFAULT_HOST_DEVICE_RESOURCES.map(String::from).to_vec(),
             ignored_resources: Vec::new(),
             policy_server_service_account: DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT.to_string(),
             check_volumes: true,
@@ -98,6 +121,8 @@ impl Settings {
 
     fn from_map(map: &Map<String, Value>) -> Result<Settings, String> {
         let mut s = Settings::default();
+        let mut skip_pods_using = None;
+        let mut skip_host_namespaces = None;
         for (key, value) in map {
             match key.as_str() {
                 "runtimeClassName" => s.runtime_class_name = string(key, value)?,
@@ -105,10 +130,18 @@ impl Settings {
                 "noFeasibleNode" => s.no_feasible_node = Outcome::parse(key, value)?,
                 "lookupFailure" => s.lookup_failure = Outcome::parse(key, value)?,
                 "skipHostNamespaces" => {
-                    s.skip_host_namespaces = value.as_bool().ok_or_else(|| {
+                    skip_host_namespaces = Some(value.as_bool().ok_or_else(|| {
                         format!("skipHostNamespaces must be true or false, got {value}")
-                    })?
+                    })?)
                 }
+                // null, like an absent key, keeps the default (Helm renders
+                // unset values as null); [] turns every check off.
+                "skipPodsUsing" if value.is_null() => {}
+                "skipPodsUsing" => skip_pods_using = Some(features(key, value)?),
+                "hostSocketPaths" if value.is_null() => {}
+                "hostSocketPaths" => s.host_socket_paths = socket_paths(key, value)?,
+                "hostDeviceResources" if value.is_null() => {}
+                "hostDeviceResources" => s.host_device_resources = strings(key, value)?,
                 "ignoredResources" => s.ignored_resources = strings(key, value)?,
                 "checkVolumes" => {
                     s.check_volumes = value
@@ -121,6 +154,7 @@ impl Settings {
                 _ => return Err(format!("unknown setting {key:?}; known settings: {KNOWN}")),
             }
         }
+        s.skip_pods_using = skipped_features(skip_pods_using, skip_host_namespaces)?;
         Ok(s)
     }
 
@@ -138,6 +172,12 @@ impl Settings {
             )
         })?;
         self.ignored()?;
+        self.device_resources()?;
+        if let Some(p) = self.host_socket_paths.iter().find(|p| !p.starts_with('/')) {
+            return Err(format!(
+                "hostSocketPaths: {p:?} is not an absolute path (example: \"/var/run\")"
+            ));
+        }
         self.policy_server_namespace().ok_or_else(|| {
             format!(
                 "policyServerServiceAccount must be \"system:serviceaccount:<namespace>:<name>\" with a namespace and a name that are DNS labels, got {:?}",
@@ -171,9 +211,25 @@ impl Settings {
     }
 
     /// `ignoredResources`, parsed.
-    pub fn ignored(&self) -> Result<IgnoredResources, String> {
-        IgnoredResources::parse(self.ignored_resources.iter().map(String::as_str))
+    pub fn ignored(&self) -> Result<ResourceNames, String> {
+        ResourceNames::parse(self.ignored_resources.iter().map(String::as_str))
             .map_err(|e| format!("ignoredResources: {e}"))
+    }
+
+    /// `hostDeviceResources`, parsed.
+    pub fn device_resources(&self) -> Result<ResourceNames, String> {
+        ResourceNames::parse(self.host_device_resources.iter().map(String::as_str))
+            .map_err(|e| format!("hostDeviceResources: {e}"))
+    }
+
+    /// What the runtime-compatibility check needs, with the parsed
+    /// `hostDeviceResources`.
+    pub fn compat<'a>(&'a self, device_resources: &'a ResourceNames) -> CompatSettings<'a> {
+        CompatSettings {
+            features: self.skip_pods_using,
+            socket_paths: &self.host_socket_paths,
+            device_resources,
+        }
     }
 
     /// The selector as sent to the host: `None` when every node is a kata node.
@@ -181,6 +237,57 @@ impl Settings {
         let trimmed = self.kata_node_selector.trim();
         (!trimmed.is_empty()).then_some(trimmed)
     }
+}
+
+/// `skipPodsUsing`, with the deprecated `skipHostNamespaces` folded in.
+fn skipped_features(
+    explicit: Option<FeatureSet>,
+    skip_host_namespaces: Option<bool>,
+) -> Result<FeatureSet, String> {
+    let host = Feature::HostNamespaces;
+    match (explicit, skip_host_namespaces) {
+        (None, Some(false)) => Ok(FeatureSet::default_set().without(host)),
+        (None, _) => Ok(FeatureSet::default_set()),
+        (Some(set), None) => Ok(set),
+        (Some(set), Some(skip)) if set.contains(host) == skip => Ok(set),
+        (Some(_), Some(skip)) => Err(format!(
+            "skipHostNamespaces: {skip} contradicts skipPodsUsing, which {} \"hostNamespaces\"; \
+             skipHostNamespaces is deprecated: remove it and keep skipPodsUsing",
+            if skip { "lacks" } else { "lists" }
+        )),
+    }
+}
+
+fn features(key: &str, value: &Value) -> Result<FeatureSet, String> {
+    let names = strings(key, value)?;
+    let mut set = Vec::new();
+    for name in &names {
+        let feature = Feature::from_name(name).ok_or_else(|| {
+            format!(
+                "{key}: unknown feature {name:?}; known features: {}",
+                Feature::known_names()
+            )
+        })?;
+        set.push(feature);
+    }
+    Ok(FeatureSet::of(set))
+}
+
+/// `hostSocketPaths`: absolute paths, stored cleaned.
+fn socket_paths(key: &str, value: &Value) -> Result<Vec<String>, String> {
+    let paths = strings(key, value)?;
+    paths
+        .iter()
+        .map(|p| {
+            if p.starts_with('/') {
+                Ok(compat::clean(p))
+            } else {
+                Err(format!(
+                    "{key}: {p:?} is not an absolute path (example: \"/var/run\")"
+                ))
+            }
+        })
+        .collect()
 }
 
 fn strings(key: &str, value: &Value) -> Result<Vec<String>, String> {
@@ -219,7 +326,7 @@ mod tests {
         assert_eq!(d.kata_node_selector, "katacontainers.io/kata-runtime=true");
         assert_eq!(d.no_feasible_node, Outcome::Accept);
         assert_eq!(d.lookup_failure, Outcome::Accept);
-        assert!(d.skip_host_namespaces);
+        assert_eq!(d.skip_pods_using, FeatureSet::default_set());
     }
 
     #[test]
@@ -247,19 +354,75 @@ mod tests {
         );
         assert_eq!(s.ignored_resources, ["example.com/foo", "nvidia.com/*"]);
         let ignored = s.ignored().unwrap();
-        assert!(ignored.ignores("example.com/foo") && ignored.ignores("nvidia.com/gpu"));
-        assert!(!ignored.ignores("example.com/bar"));
+        assert!(ignored.contains("example.com/foo") && ignored.contains("nvidia.com/gpu"));
+        assert!(!ignored.contains("example.com/bar"));
         assert_eq!(s.runtime_class_name, "kata-qemu");
         assert_eq!(s.host_label_selector(), Some("kata in (yes), !building"));
         assert_eq!(s.no_feasible_node, Outcome::Reject);
         assert_eq!(s.lookup_failure, Outcome::Reject);
-        assert!(!s.skip_host_namespaces);
+        assert!(!s.skip_pods_using.contains(Feature::HostNamespaces));
+        assert!(s.skip_pods_using.contains(Feature::Privileged));
         assert!(Settings::default().check_volumes, "on by default");
         assert!(
             !Settings::from_value(&json!({"checkVolumes": false}))
                 .unwrap()
                 .check_volumes
         );
+    }
+
+    #[test]
+    fn runtime_compatibility_settings() {
+        let d = Settings::default();
+        let names: Vec<&str> = d.skip_pods_using.iter().map(Feature::name).collect();
+        assert_eq!(
+            names,
+            [
+                "hostNamespaces",
+                "userNamespaces",
+                "windows",
+                "privileged",
+                "hostSockets",
+                "hostDevices",
+                "mountPropagation",
+                "deviceResources"
+            ]
+        );
+        assert_eq!(d.host_socket_paths, DEFAULT_HOST_SOCKET_PATHS);
+        assert_eq!(d.host_device_resources, DEFAULT_HOST_DEVICE_RESOURCES);
+        let s = Settings::from_value(&json!({
+            "skipPodsUsing": ["seccomp", "hostSockets", "seccomp"],
+            "hostSocketPaths": ["//var/lib/spire/./agent/"],
+            "hostDeviceResources": ["example.com/fpga", "xilinx.com/*"]
+        }))
+        .unwrap();
+        assert_eq!(
+            s.skip_pods_using,
+            FeatureSet::of([Feature::Seccomp, Feature::HostSockets])
+        );
+        assert_eq!(s.host_socket_paths, ["/var/lib/spire/agent"]);
+        assert!(s.device_resources().unwrap().contains("xilinx.com/u250"));
+        // [] turns every check off; null keeps the default.
+        let none = Settings::from_value(&json!({"skipPodsUsing": []})).unwrap();
+        assert!(none.skip_pods_using.is_empty());
+        let null =
+            json!({"skipPodsUsing": null, "hostSocketPaths": null, "hostDeviceResources": null});
+        assert_eq!(Settings::from_value(&null).unwrap(), d);
+        // The deprecated skipHostNamespaces.
+        let old = Settings::from_value(&json!({"skipHostNamespaces": false})).unwrap();
+        assert_eq!(
+            old.skip_pods_using,
+            FeatureSet::default_set().without(Feature::HostNamespaces)
+        );
+        assert_eq!(
+            Settings::from_value(&json!({"skipHostNamespaces": true})).unwrap(),
+            d
+        );
+        for agreeing in [
+            json!({"skipHostNamespaces": true, "skipPodsUsing": ["hostNamespaces"]}),
+            json!({"skipHostNamespaces": false, "skipPodsUsing": ["privileged"]}),
+        ] {
+            assert!(Settings::from_value(&agreeing).is_ok(), "{agreeing}");
+        }
     }
 
     #[test]
@@ -297,6 +460,38 @@ mod tests {
                 "checkVolumes must be true or false, got \"false\"",
             ),
             (json!([]), "settings must be a JSON object"),
+            (
+                json!({"skipPodsUsing": ["hostSocket"]}),
+                "skipPodsUsing: unknown feature \"hostSocket\"; known features: hostNamespaces, userNamespaces, windows, privileged, hostSockets, hostDevices, mountPropagation, deviceResources, seccomp, appArmor, seLinux, subPath, memoryEmptyDirLimit",
+            ),
+            (
+                json!({"skipPodsUsing": "privileged"}),
+                "skipPodsUsing must be a list of strings",
+            ),
+            (
+                json!({"hostSocketPaths": ["var/run"]}),
+                "hostSocketPaths: \"var/run\" is not an absolute path",
+            ),
+            (
+                json!({"hostSocketPaths": [""]}),
+                "hostSocketPaths: \"\" is not an absolute path",
+            ),
+            (
+                json!({"hostDeviceResources": ["gpu"]}),
+                "hostDeviceResources: \"gpu\" is not an extended resource name",
+            ),
+            (
+                json!({"hostDeviceResources": ["kubernetes.io/*"]}),
+                "hostDeviceResources: \"kubernetes.io/*\" is not a resource group",
+            ),
+            (
+                json!({"skipHostNamespaces": false, "skipPodsUsing": ["hostNamespaces"]}),
+                "skipHostNamespaces: false contradicts skipPodsUsing, which lists \"hostNamespaces\"",
+            ),
+            (
+                json!({"skipPodsUsing": ["privileged"], "skipHostNamespaces": true}),
+                "skipHostNamespaces: true contradicts skipPodsUsing, which lacks \"hostNamespaces\"",
+            ),
             (
                 json!({"ignoredResources": "nvidia.com/gpu"}),
                 "ignoredResources must be a list of strings",

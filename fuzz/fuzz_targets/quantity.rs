@@ -4,7 +4,7 @@
 #![no_main]
 
 use kata_runtime_policy::quantity::{Amount, Quantity};
-use kata_runtime_policy::resources::{IgnoredResources, ResourceList};
+use kata_runtime_policy::resources::{ResourceNames, ResourceList};
 use kata_runtime_policy::scheduling::Reason;
 use kata_runtime_policy::scheduling::node_resources_fit::ResourceFit;
 use libfuzzer_sys::fuzz_target;
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
             allocatable.insert(name.to_string(), value.into());
         }
     }
-    let fit = ResourceFit::new(&requests, &IgnoredResources::default());
+    let fit = ResourceFit::new(&requests, &ResourceNames::default());
     let node = serde_json::json!({"kind": "NodeList", "items": [
         {"metadata": {"name": "n"}, "status": {"allocatable": allocatable}}]})
     .to_string();

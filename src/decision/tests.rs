@@ -358,6 +358,103 @@ fn host_namespaces_can_be_allowed() {
     ));
 }
 
+/// A pod Kata cannot run is left unchanged before any host call, whatever
+/// `noFeasibleNode` says, on a cluster where a kata node would fit it.
+#[test]
+fn pods_kata_cannot_run_are_left_alone_without_asking_the_cluster() {
+    let agent = json!({
+        "containers": [{"name": "agent", "image": "datadog/agent",
+            "volumeMounts": [{"name": "docker", "mountPath": "/var/run/docker.sock"}]}],
+        "volumes": [{"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}}]
+    });
+    let want = "kata runtime not assigned: container \"agent\" mounts host socket /var/run/docker.sock \
+                (hostPath volume \"docker\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)";
+    for settings in [
+        json!({}),
+        json!({"noFeasibleNode": "reject", "lookupFailure": "reject"}),
+    ] {
+        let cluster = seed_cluster();
+        let d = decide_payload(
+            &request("Pod", "", "CREATE", json!({"spec": agent}), settings),
+            &cluster,
+        );
+        assert_eq!(leave_text(&d), want);
+        assert!(cluster.queries.borrow().is_empty(), "asked the cluster");
+    }
+    // With the feature off, the same pod is judged on scheduling and gets Kata.
+    let d = decide_payload(
+        &request(
+            "Pod",
+            "",
+            "CREATE",
+            json!({"spec": agent}),
+            json!({"skipPodsUsing": ["hostNamespaces", "privileged"]}),
+        ),
+        &seed_cluster(),
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    // A device-plugin GPU pod stays off Kata even where kata nodes list GPUs.
+    let mut gpus = cpu_node();
+    gpus["nvidia.com/gpu"] = json!("4");
+    let cluster = FakeCluster::new(vec![sized_worker("g1", gpus)]);
+    let spec = json!({"containers": [{"name": "cuda", "image": "cuda",
+        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]});
+    let d = decide_payload(&pod_request(spec.clone()), &cluster);
+    assert!(
+        leave_text(&d)
+            .starts_with("kata runtime not assigned: container \"cuda\" asks for nvidia.com/gpu"),
+        "{d:?}"
+    );
+    let d = decide_payload(
+        &request(
+            "Pod",
+            "",
+            "CREATE",
+            json!({"spec": spec}),
+            json!({"hostDeviceResources": []}),
+        ),
+        &cluster,
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+}
+
+#[test]
+fn every_finding_is_in_the_reason_the_first_survives_the_warning_cut() {
+    let spec = json!({
+        "hostUsers": false,
+        "containers": [
+            {"name": "a", "securityContext": {"privileged": true},
+             "volumeMounts": [{"name": "sock", "mountPath": "/s"}, {"name": "dev", "mountPath": "/dev"}],
+             "resources": {"limits": {"amd.com/gpu": "1"}}}
+        ],
+        "volumes": [{"name": "sock", "hostPath": {"path": "/run/containerd/containerd.sock"}},
+                    {"name": "dev", "hostPath": {"path": "/dev"}}]
+    });
+    let d = decide_payload(&pod_request(spec), &seed_cluster());
+    let reason = leave_text(&d);
+    let features: Vec<&str> = reason
+        .split("(skipPodsUsing: ")
+        .skip(1)
+        .map(|rest| rest.split(')').next().unwrap())
+        .collect();
+    assert_eq!(
+        features,
+        [
+            "userNamespaces",
+            "privileged",
+            "hostSockets",
+            "hostDevices",
+            "deviceResources"
+        ]
+    );
+    let warning = crate::response::warning(reason);
+    assert!(warning.len() <= crate::response::MAX_WARNING_BYTES);
+    assert!(
+        warning.contains("(skipPodsUsing: userNamespaces)"),
+        "{warning}"
+    );
+}
+
 #[test]
 fn one_stable_query_per_settings() {
     let cluster = seed_cluster();
@@ -762,13 +859,16 @@ fn cpu_node() -> Value {
 
 fn gpu_node() -> Value {
     let mut a = cpu_node();
-    a["nvidia.com/gpu"] = json!("4");
+    a["nvidia.com/pgpu"] = json!("4");
     a
 }
 
+/// A pod asking for a GPU as Kata takes it: VFIO passthrough (`nvidia.com/pgpu`,
+/// the NVIDIA GPU operator's resource for `kata-qemu-nvidia-gpu`), not the
+/// device plugin's `nvidia.com/gpu` that `deviceResources` skips.
 fn gpu_pod() -> Value {
     json!({"containers": [{"name": "cuda", "image": "cuda",
-        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]})
+        "resources": {"limits": {"nvidia.com/pgpu": "1"}}}]})
 }
 
 #[test]
@@ -780,7 +880,7 @@ fn a_gpu_pod_on_cpu_only_kata_nodes_is_left_alone() {
     let d = decide_payload(&pod_request(gpu_pod()), &cluster);
     assert_eq!(
         leave_text(&d),
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/gpu"
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/pgpu"
     );
     // The same pod when one kata node group has GPUs.
     let cluster = FakeCluster::new(vec![
@@ -837,7 +937,7 @@ fn resources_are_checked_after_the_other_filters() {
     let d = decide_payload(&pod_request(gpu_pod()), &cluster);
     assert_eq!(
         leave_text(&d),
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 Insufficient nvidia.com/gpu, \
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 Insufficient nvidia.com/pgpu, \
          1 Too many pods, 1 node(s) had untolerated taint {gpu: yes}"
     );
 }
@@ -862,12 +962,12 @@ fn a_bound_pod_is_checked_on_its_node_like_the_kubelet_does() {
         "kata"
     );
     // ... but refuses it on a node that lists too few.
-    let few = FakeCluster::new(vec![sized_worker("w1", json!({"nvidia.com/gpu": "0"}))]);
+    let few = FakeCluster::new(vec![sized_worker("w1", json!({"nvidia.com/pgpu": "0"}))]);
     let mut spec = gpu_pod();
     spec["nodeName"] = json!("w1");
     assert!(
         leave_text(&decide_payload(&pod_request(spec), &few))
-            .contains("1 Insufficient nvidia.com/gpu")
+            .contains("1 Insufficient nvidia.com/pgpu")
     );
 }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::{Reason, Unfit};
 use crate::node::Node;
 use crate::quantity::Amount;
-use crate::resources::{self, IgnoredResources, ResourceList};
+use crate::resources::{self, ResourceList, ResourceNames};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Request {
@@ -31,11 +31,11 @@ pub struct ResourceFit {
 
 impl ResourceFit {
     /// `requests`: the pod's total requests, overhead included.
-    pub fn new(requests: &ResourceList, ignored: &IgnoredResources) -> ResourceFit {
+    pub fn new(requests: &ResourceList, ignored: &ResourceNames) -> ResourceFit {
         let mut checked: Vec<Request> = requests
             .iter()
             .filter(|(name, _)| resources::is_checked(name))
-            .filter(|(name, _)| !(resources::is_extended(name) && ignored.ignores(name)))
+            .filter(|(name, _)| !(resources::is_extended(name) && ignored.contains(name)))
             .map(|(name, q)| Request {
                 name: Arc::from(name.as_str()),
                 amount: if name == resources::CPU {

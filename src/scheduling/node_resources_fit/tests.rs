@@ -82,7 +82,7 @@ fn run(case: &Case) -> Vec<String> {
         init_containers: case.init.clone(),
         pod_level: case.pod_level.clone(),
     };
-    let ignored = IgnoredResources::parse(case.ignored.iter().copied()).unwrap();
+    let ignored = ResourceNames::parse(case.ignored.iter().copied()).unwrap();
     let fit = ResourceFit::new(&pod.requests(&case.overhead), &ignored);
     let n = node(json!({"name": "n", "allocatable": case.allocatable}));
     all(fit.shortfalls(&n, false))
@@ -464,7 +464,7 @@ fn upstream_fit_cases() {
 fn units_round_up_before_comparing() {
     // cpu in milli-units: 0.0001 cpu is 1m, more than 0 and equal to 1m.
     let one = |cpu: &str, alloc_cpu: &str| {
-        let fit = ResourceFit::new(&list(&[("cpu", cpu)]), &IgnoredResources::default());
+        let fit = ResourceFit::new(&list(&[("cpu", cpu)]), &ResourceNames::default());
         let n = node(json!({"name": "n", "allocatable": {"cpu": alloc_cpu}}));
         all(fit.shortfalls(&n, false)).len()
     };
@@ -473,7 +473,7 @@ fn units_round_up_before_comparing() {
     assert_eq!(one("1001u", "1m"), 1);
     // Memory in units: 0.5 byte asks for 1 byte; the node's 1.5 bytes is 2.
     let mem = |request: &str, alloc: &str| {
-        let fit = ResourceFit::new(&list(&[("memory", request)]), &IgnoredResources::default());
+        let fit = ResourceFit::new(&list(&[("memory", request)]), &ResourceNames::default());
         let n = node(json!({"name": "n", "allocatable": {"memory": alloc}}));
         all(fit.shortfalls(&n, false)).len()
     };
@@ -486,10 +486,7 @@ fn units_round_up_before_comparing() {
 
 #[test]
 fn a_node_without_allocatable_is_not_judged_and_pods_only_when_listed() {
-    let fit = ResourceFit::new(
-        &list(&[("nvidia.com/gpu", "1")]),
-        &IgnoredResources::default(),
-    );
+    let fit = ResourceFit::new(&list(&[("nvidia.com/gpu", "1")]), &ResourceNames::default());
     assert!(all(fit.shortfalls(&node(json!({"name": "n"})), false)).is_empty());
     // Listed but without the GPU: it has none.
     let cpu_only = node(json!({"name": "n", "allocatable": {"cpu": "16"}}));
@@ -511,7 +508,7 @@ fn the_kubelet_drops_extended_resources_the_node_does_not_list() {
     // still refuses one the node lists with too little.
     let fit = ResourceFit::new(
         &list(&[("example.com/dongle", "1"), ("hugepages-2Mi", "2Mi")]),
-        &IgnoredResources::default(),
+        &ResourceNames::default(),
     );
     let n = node(json!({"name": "n", "allocatable": {"cpu": "4", "hugepages-2Mi": "0"}}));
     assert_eq!(
@@ -537,7 +534,7 @@ fn only_checked_names_are_read_from_the_node() {
             ("pods", "3"),
             ("nvidia.com/gpu", "0"),
         ]),
-        &IgnoredResources::default(),
+        &ResourceNames::default(),
     );
     // `storage` and `pods` are not container resources the filter knows; a
     // zero GPU request is never checked: none of their values is read.
@@ -548,7 +545,7 @@ fn only_checked_names_are_read_from_the_node() {
 
 #[test]
 fn an_allocatable_value_that_does_not_parse_names_the_node() {
-    let fit = ResourceFit::new(&list(&[("cpu", "1")]), &IgnoredResources::default());
+    let fit = ResourceFit::new(&list(&[("cpu", "1")]), &ResourceNames::default());
     let n = node(json!({"name": "w1", "allocatable": {"cpu": "16 cores", "memory": "lots"}}));
     assert_eq!(
         fit.shortfalls(&n, false).unwrap_err(),
@@ -564,7 +561,7 @@ fn an_allocatable_value_that_does_not_parse_names_the_node() {
 fn the_memo_answers_as_a_fresh_check_would() {
     let fit = ResourceFit::new(
         &list(&[("cpu", "3"), ("memory", "4Gi"), ("example.com/aaa", "2")]),
-        &IgnoredResources::default(),
+        &ResourceNames::default(),
     );
     // 12 distinct allocatable texts (more than the memo holds), repeated in
     // an order that makes it evict and refill.
