@@ -80,24 +80,24 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   only_runtime_class_patch kata
 }
 
-@test "a GPU pod on CPU-only kata nodes is left alone: Insufficient nvidia.com/gpu" {
-  kwctl_run pod-gpu.json kata-workers.yml
+@test "a VFIO GPU pod on CPU-only kata nodes is left alone: Insufficient nvidia.com/pgpu" {
+  kwctl_run pod-vfio-gpu.json kata-workers.yml
   [ "$status" -eq 0 ]
   allowed true
   no_patch
-  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/gpu"
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/pgpu"
   decision_is unchanged
 }
 
-@test "the same GPU pod gets kata when one kata node group has GPUs" {
-  kwctl_run pod-gpu.json kata-gpu-group.yml
+@test "the same VFIO GPU pod gets kata when one kata node group has GPUs" {
+  kwctl_run pod-vfio-gpu.json kata-gpu-group.yml
   [ "$status" -eq 0 ]
   allowed true
   only_runtime_class_patch kata
 }
 
 @test "ignoredResources skips a GPU served through DRA" {
-  kwctl_run pod-gpu.json kata-workers.yml '{"ignoredResources":["nvidia.com/*"]}'
+  kwctl_run pod-vfio-gpu.json kata-workers.yml '{"ignoredResources":["nvidia.com/*"]}'
   [ "$status" -eq 0 ]
   only_runtime_class_patch kata
 }
@@ -178,7 +178,68 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   [ "$status" -eq 0 ]
   allowed true
   no_patch
-  warning_is "kata runtime not assigned: the pod uses hostNetwork, which Kata Containers cannot provide"
+  warning_is "kata runtime not assigned: the pod uses hostNetwork, which Kata Containers cannot provide (skipPodsUsing: hostNamespaces)"
+}
+
+@test "a CSI node plugin is never given kata: privileged, kubelet sockets, propagation, /dev" {
+  kwctl_run pod-csi-node-plugin.json node-worker-2.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  warning=$(jq -r '.warnings[0]' <<<"$response")
+  [ "${#warning}" -le 255 ]
+  [[ "$warning" == 'kata runtime not assigned: container "csi-plugin" is privileged, and a privileged container under Kata gets the VM'"'"'s devices, not the host'"'"'s (skipPodsUsing: privileged); '* ]]
+  reason=$(jq -r .auditAnnotations.reason <<<"$response")
+  for feature in privileged hostSockets hostDevices mountPropagation; do
+    [[ "$reason" == *"(skipPodsUsing: $feature)"* ]]
+  done
+}
+
+@test "noFeasibleNode=reject still admits a pod kata cannot run, unchanged" {
+  kwctl_run pod-csi-node-plugin.json node-worker-2.yml '{"noFeasibleNode":"reject"}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+}
+
+@test "an agent that mounts docker.sock is left alone" {
+  kwctl_run pod-docker-agent.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  warning_is 'kata runtime not assigned: container "agent" mounts host socket /var/run/docker.sock (hostPath volume "docker"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)'
+}
+
+@test "the same agent gets kata once hostSockets is off" {
+  kwctl_run pod-docker-agent.json kata-workers.yml '{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","privileged","hostDevices","mountPropagation","deviceResources"]}'
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+}
+
+@test "a hostUsers: false pod is left alone" {
+  kwctl_run pod-user-namespace.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: the pod sets hostUsers: false (a user namespace), which the Kata runtime handler does not support: the kubelet would not start it (skipPodsUsing: userNamespaces)"
+}
+
+@test "a device-plugin nvidia.com/gpu pod is left alone, even where kata nodes have GPUs" {
+  kwctl_run pod-gpu.json kata-gpu-group.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is 'kata runtime not assigned: container "cuda" asks for nvidia.com/gpu, a device plugin'"'"'s host device that Kata does not pass into its VM (Kata passes VFIO devices) (skipPodsUsing: deviceResources)'
+}
+
+@test "an unknown skipPodsUsing feature is refused with the known names" {
+  kwctl_run pod-plain.json kata-workers.yml '{"skipPodsUsing":["dockerSocket"]}'
+  [ "$status" -ne 0 ] || [ "$(jq -r .allowed <<<"$response")" = "false" ]
+  [[ "$output" == *'skipPodsUsing: unknown feature \"dockerSocket\"; known features: hostNamespaces,'* ]] \
+    || [[ "$output" == *'skipPodsUsing: unknown feature "dockerSocket"; known features: hostNamespaces,'* ]]
 }
 
 @test "a pod that already names a runtimeClassName is left alone" {

@@ -60,7 +60,8 @@ const INSTANCE_TYPES: [(&str, &str, &str, &str); 4] = [
     ("c5.metal", "95690m", "192552980Ki", "1Gi"),
     ("m6i.8xlarge", "31850m", "128926156Ki", "0"),
 ];
-/// The GPU node group: 4 GPUs per node.
+/// The GPU node group: 4 GPUs per node, passed through with VFIO as Kata
+/// takes them (`nvidia.com/pgpu`).
 const GPU_INSTANCE: (&str, &str, &str, &str) = ("p3.8xlarge", "31850m", "249264312Ki", "0");
 
 fn is_gpu_group(i: usize) -> bool {
@@ -80,7 +81,7 @@ fn allocatable(i: usize, (_, cpu, memory, hugepages): (&str, &str, &str, &str)) 
     let mut a = json!({"cpu": cpu, "ephemeral-storage": "95551679124", "hugepages-1Gi": "0",
                        "hugepages-2Mi": hugepages, "memory": memory, "pods": "110"});
     if is_gpu_group(i) {
-        a["nvidia.com/gpu"] = json!("4");
+        a["nvidia.com/pgpu"] = json!("4");
     }
     a
 }
@@ -268,7 +269,7 @@ mod tests {
         }));
         let gpus = items
             .iter()
-            .filter(|n| n["status"]["allocatable"].get("nvidia.com/gpu").is_some())
+            .filter(|n| n["status"]["allocatable"].get("nvidia.com/pgpu").is_some())
             .count();
         assert_eq!(gpus, 7, "one node group in seven");
         let tainted = items

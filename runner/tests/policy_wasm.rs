@@ -142,22 +142,22 @@ fn pinned_and_bound_pods() {
 #[test]
 fn resources_overhead_and_topology_labels() {
     let p = policy();
-    let gpu = run(&p, "pod-gpu.json", "kata-workers.yml", json!({}));
+    let gpu = run(&p, "pod-vfio-gpu.json", "kata-workers.yml", json!({}));
     assert_unchanged(&gpu);
     assert_eq!(
         warning(&gpu),
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/gpu"
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 Insufficient nvidia.com/pgpu"
     );
     assert_only_runtime_class_added(
-        &run(&p, "pod-gpu.json", "kata-gpu-group.yml", json!({})),
+        &run(&p, "pod-vfio-gpu.json", "kata-gpu-group.yml", json!({})),
         "kata",
     );
     assert_only_runtime_class_added(
         &run(
             &p,
-            "pod-gpu.json",
+            "pod-vfio-gpu.json",
             "kata-workers.yml",
-            json!({"ignoredResources": ["nvidia.com/gpu"]}),
+            json!({"ignoredResources": ["nvidia.com/pgpu"]}),
         ),
         "kata",
     );
@@ -186,12 +186,63 @@ fn resources_overhead_and_topology_labels() {
 }
 
 #[test]
+fn pods_kata_cannot_run() {
+    let p = policy();
+    let csi = run(
+        &p,
+        "pod-csi-node-plugin.json",
+        "node-worker-2.yml",
+        json!({}),
+    );
+    assert_unchanged(&csi);
+    let reason = &csi.audit_annotations.as_ref().unwrap()["reason"];
+    for feature in [
+        "privileged",
+        "hostSockets",
+        "hostDevices",
+        "mountPropagation",
+    ] {
+        assert!(
+            reason.contains(&format!("(skipPodsUsing: {feature})")),
+            "{feature}: {reason}"
+        );
+    }
+    assert!(
+        warning(&csi)
+            .starts_with("kata runtime not assigned: container \"csi-plugin\" is privileged"),
+        "{csi}"
+    );
+    // Even where a kata node has GPUs, the device plugin's GPU is not passed in.
+    let gpu = run(&p, "pod-gpu.json", "kata-gpu-group.yml", json!({}));
+    assert_unchanged(&gpu);
+    assert!(
+        warning(&gpu).ends_with("(skipPodsUsing: deviceResources)"),
+        "{gpu:?}"
+    );
+    // With hostSockets off, the agent is judged on scheduling: it fits.
+    let off = json!({"skipPodsUsing": ["hostNamespaces", "userNamespaces", "windows",
+        "privileged", "hostDevices", "mountPropagation", "deviceResources"]});
+    assert_only_runtime_class_added(
+        &run(&p, "pod-docker-agent.json", "kata-workers.yml", off),
+        "kata",
+    );
+}
+
+#[test]
 fn skipped_requests_never_ask_the_cluster() {
     let p = policy();
     for (file, warned) in [
         (
             "pod-host-network.json",
-            "kata runtime not assigned: the pod uses hostNetwork, which Kata Containers cannot provide",
+            "kata runtime not assigned: the pod uses hostNetwork, which Kata Containers cannot provide (skipPodsUsing: hostNamespaces)",
+        ),
+        (
+            "pod-docker-agent.json",
+            "kata runtime not assigned: container \"agent\" mounts host socket /var/run/docker.sock (hostPath volume \"docker\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)",
+        ),
+        (
+            "pod-user-namespace.json",
+            "kata runtime not assigned: the pod sets hostUsers: false (a user namespace), which the Kata runtime handler does not support: the kubelet would not start it (skipPodsUsing: userNamespaces)",
         ),
         (
             "pod-runtime-class.json",

@@ -185,7 +185,7 @@ fn cases(size: usize) -> Vec<Case> {
             id: "f",
             what: "fits no node, on resources only (8 GPUs, every node checked to the end)",
             pod_spec: json!({"containers": [{"name": "train", "image": "registry.example.com/train:v1",
-                "resources": {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"nvidia.com/gpu": "8"}}}],
+                "resources": {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"nvidia.com/pgpu": "8"}}}],
                 "tolerations": tolerate_all}),
             calls: Calls::RuntimeClassAndNodes,
             expect: "unchanged",
