@@ -4,6 +4,8 @@
 //! - the decision does not depend on node order;
 //! - adding a node never turns "mutate" into "leave";
 //! - asking for more of a resource never turns "leave" into "mutate";
+//! - adding a use of any feature Kata cannot run, while that feature is
+//!   enabled, never leaves the pod mutated (and names the feature);
 //! - a mutation is the request object plus `spec.runtimeClassName`, nothing
 //!   else, whatever unknown fields the object carries at any depth.
 
@@ -554,8 +556,12 @@ impl Cluster for Fake {
 }
 
 fn decide(object: &Value, nodes: &[Value]) -> Decision {
+    decide_with(object, nodes, json!({}))
+}
+
+fn decide_with(object: &Value, nodes: &[Value], settings: Value) -> Decision {
     let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "operation": "CREATE", "object": object}, "settings": {}});
+        "operation": "CREATE", "object": object}, "settings": settings});
     let cluster = Fake {
         nodes: json!({"kind": "NodeList", "items": nodes})
             .to_string()
@@ -586,6 +592,119 @@ fn unknown_json() -> impl Strategy<Value = Value> {
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
+}
+
+/// The ways a pod can use a feature Kata cannot run, each with the
+/// `skipPodsUsing` name that covers it.
+const FEATURE_USES: [(&str, &str); 24] = [
+    ("hostNetwork", "hostNamespaces"),
+    ("hostPID", "hostNamespaces"),
+    ("hostIPC", "hostNamespaces"),
+    ("hostUsers", "userNamespaces"),
+    ("windows", "windows"),
+    ("privileged", "privileged"),
+    ("/var/run/docker.sock", "hostSockets"),
+    ("//run//containerd/", "hostSockets"),
+    (
+        "/var/lib/kubelet/plugins/../plugins_registry",
+        "hostSockets",
+    ),
+    ("/opt/agent.socket", "hostSockets"),
+    ("Socket:/opt/api", "hostSockets"),
+    ("/dev/fuse", "hostDevices"),
+    ("CharDevice:/opt/null", "hostDevices"),
+    ("Directory:/dev/./", "hostDevices"),
+    ("HostToContainer", "mountPropagation"),
+    ("Bidirectional", "mountPropagation"),
+    ("nvidia.com/gpu", "deviceResources"),
+    ("gpu.intel.com/i915", "deviceResources"),
+    ("seccomp", "seccomp"),
+    ("podSeccomp", "seccomp"),
+    ("appArmor", "appArmor"),
+    ("seLinux", "seLinux"),
+    ("subPath", "subPath"),
+    ("memoryEmptyDirLimit", "memoryEmptyDirLimit"),
+];
+
+const FEATURES: [&str; 13] = [
+    "hostNamespaces",
+    "userNamespaces",
+    "windows",
+    "privileged",
+    "hostSockets",
+    "hostDevices",
+    "mountPropagation",
+    "deviceResources",
+    "seccomp",
+    "appArmor",
+    "seLinux",
+    "subPath",
+    "memoryEmptyDirLimit",
+];
+
+/// `object` with one use of a feature added to container `which` (of
+/// containers then init containers).
+fn add_feature_use(object: &mut Value, how: &str, which: prop::sample::Index) {
+    let spec = &mut object["spec"];
+    let n = spec["containers"].as_array().map_or(0, Vec::len);
+    let m = spec["initContainers"].as_array().map_or(0, Vec::len);
+    let i = which.index(n + m);
+    let (list, i) = if i < n {
+        ("containers", i)
+    } else {
+        ("initContainers", i - n)
+    };
+    let mut volumes = spec["volumes"].as_array().cloned().unwrap_or_default();
+    let container = &mut spec[list][i];
+    let mut host_path = |container: &mut Value, path: &str, mount: Value| {
+        let (kind, path) = path.split_once(':').unwrap_or(("", path));
+        volumes.push(json!({"name": "injected", "hostPath": {"path": path, "type": kind}}));
+        let mut mounts = container["volumeMounts"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        mounts.push(mount);
+        container["volumeMounts"] = json!(mounts);
+    };
+    let plain_mount = json!({"name": "injected", "mountPath": "/injected"});
+    match how {
+        "hostNetwork" | "hostPID" | "hostIPC" => spec[how] = json!(true),
+        "hostUsers" => spec["hostUsers"] = json!(false),
+        "windows" => spec["os"] = json!({"name": "windows"}),
+        "privileged" => container["securityContext"] = json!({"privileged": true}),
+        "HostToContainer" | "Bidirectional" => host_path(
+            container,
+            "Directory:/mnt/data",
+            json!({"name": "injected", "mountPath": "/data", "mountPropagation": how}),
+        ),
+        "nvidia.com/gpu" | "gpu.intel.com/i915" => {
+            container["resources"]["limits"][how] = json!("1")
+        }
+        "seccomp" => {
+            container["securityContext"] = json!({"seccompProfile": {"type": "RuntimeDefault"}})
+        }
+        "podSeccomp" => {
+            spec["securityContext"] =
+                json!({"seccompProfile": {"type": "Localhost", "localhostProfile": "p"}})
+        }
+        "appArmor" => {
+            container["securityContext"] = json!({"appArmorProfile": {"type": "RuntimeDefault"}})
+        }
+        "seLinux" => {
+            container["securityContext"] = json!({"seLinuxOptions": {"level": "s0:c1,c2"}})
+        }
+        "subPath" => host_path(
+            container,
+            "Directory:/srv/data",
+            json!({"name": "injected", "mountPath": "/s", "subPath": "x"}),
+        ),
+        "memoryEmptyDirLimit" => {
+            volumes
+                .push(json!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}));
+        }
+        path => host_path(container, path, plain_mount),
+    }
+    spec["volumes"] = json!(volumes);
 }
 
 // ---------------------------------------------------------------- properties
@@ -657,6 +776,28 @@ proptest! {
         let after = decide(&pod(spec), &more);
         if matches!(before, Decision::Mutate { .. }) {
             prop_assert!(matches!(after, Decision::Mutate { .. }), "{:?}", after);
+        }
+    }
+
+    #[test]
+    fn a_feature_kata_cannot_run_never_leaves_a_pod_mutated(
+        spec in pod_spec(), nodes in nodes(), how in pick(&FEATURE_USES),
+        which in any::<prop::sample::Index>(),
+        others in proptest::sample::subsequence(FEATURES.to_vec(), 0..=FEATURES.len()),
+    ) {
+        let (how, feature) = how;
+        let mut object = pod(spec);
+        let before = decide(&object, &nodes);
+        add_feature_use(&mut object, how, which);
+        let mut enabled = others;
+        enabled.push(feature);
+        let after = decide_with(&object, &nodes, json!({"skipPodsUsing": enabled}));
+        let named = format!("(skipPodsUsing: {feature})");
+        match &after {
+            Decision::Leave { explanation, warn: true } => {
+                prop_assert!(explanation.contains(&named), "{how}: {explanation}");
+            }
+            other => prop_assert!(false, "{how} on a pod that was {before:?}: {other:?}"),
         }
     }
 
