@@ -6,9 +6,10 @@
 //! that never starts, or one that starts broken. The sources of every rule
 //! are in the README ("What Kata cannot run").
 
+use std::borrow::Cow;
 use std::fmt;
 
-use crate::resources::ResourceNames;
+use crate::resources::entry_matches;
 
 /// A pod feature the `skipPodsUsing` setting can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,9 +134,9 @@ impl FeatureSet {
 pub struct CompatSettings<'a> {
     pub features: FeatureSet,
     /// Cleaned absolute paths (`hostSocketPaths`).
-    pub socket_paths: &'a [String],
-    /// `hostDeviceResources`.
-    pub device_resources: &'a ResourceNames,
+    pub socket_paths: &'a [Cow<'static, str>],
+    /// `hostDeviceResources`, validated (names or `group/*`).
+    pub device_resources: &'a [Cow<'static, str>],
 }
 
 /// The pod's facts the check reads, taken from the raw object by `pod.rs`.
@@ -194,6 +195,7 @@ pub struct Volume {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostPath {
+    /// Cleaned with [`clean`].
     pub path: String,
     /// `type` ("" when unset).
     pub kind: String,
@@ -327,12 +329,16 @@ fn describe(container: Option<&Container>, volume: &Volume, what: &str) -> Strin
     }
 }
 
-fn host_sockets(pod: &RuntimeFacts, socket_paths: &[String], add: &mut impl FnMut(String)) {
+fn host_sockets(
+    pod: &RuntimeFacts,
+    socket_paths: &[Cow<'static, str>],
+    add: &mut impl FnMut(String),
+) {
     host_path_uses(pod, |volume, host_path, container| {
-        let path = clean(&host_path.path);
-        let what = if host_path.kind == "Socket" || is_socket_name(&path) {
+        let path = &host_path.path;
+        let what = if host_path.kind == "Socket" || is_socket_name(path) {
             format!("host socket {path}")
-        } else if let Some(dir) = socket_paths.iter().find(|dir| is_within(&path, dir)) {
+        } else if let Some(dir) = socket_paths.iter().find(|dir| is_within(path, dir)) {
             format!("host socket path {path} (under {dir})")
         } else {
             return;
@@ -351,10 +357,10 @@ fn is_socket_name(path: &str) -> bool {
 
 fn host_devices(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     host_path_uses(pod, |volume, host_path, container| {
-        let path = clean(&host_path.path);
+        let path = &host_path.path;
         // Block devices are hot-plugged into the guest and work.
         let device = host_path.kind == "CharDevice"
-            || (host_path.kind != "BlockDevice" && is_within(&path, "/dev"));
+            || (host_path.kind != "BlockDevice" && is_within(path, "/dev"));
         if device {
             let what = format!("host device path {path}");
             add(format!(
@@ -387,16 +393,21 @@ fn mount_propagation(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
                     "{} mounts hostPath volume {:?} ({}) with mountPropagation {mode}, which does not cross the Kata VM boundary",
                     c.label(),
                     m.volume,
-                    clean(&host_path.path)
+                    host_path.path
                 ));
             }
         }
     }
 }
 
-fn device_resources(pod: &RuntimeFacts, devices: &ResourceNames, add: &mut impl FnMut(String)) {
+fn device_resources(
+    pod: &RuntimeFacts,
+    devices: &[Cow<'static, str>],
+    add: &mut impl FnMut(String),
+) {
     for c in &pod.containers {
-        for name in c.resources.iter().filter(|r| devices.contains(r)) {
+        let listed = |r: &&String| devices.iter().any(|d| entry_matches(d, r));
+        for name in c.resources.iter().filter(listed) {
             add(format!(
                 "{} asks for {name}, a device plugin's host device that Kata does not pass into its VM (Kata passes VFIO devices)",
                 c.label()

@@ -201,17 +201,7 @@ fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Option<Decision>
     if settings.skip_pods_using.is_empty() {
         return None;
     }
-    // Validated with the settings: a failure here is a policy bug, not input.
-    let devices = match settings.device_resources() {
-        Ok(devices) => devices,
-        Err(e) => {
-            return Some(Decision::Reject {
-                explanation: format!("invalid policy settings: {e}"),
-                code: Some(400),
-            });
-        }
-    };
-    let findings = compat::check(&pod.runtime, &settings.compat(&devices));
+    let findings = compat::check(&pod.runtime, &settings.compat());
     if findings.is_empty() {
         return None;
     }

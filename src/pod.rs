@@ -246,7 +246,8 @@ impl PodFacts {
             .map(|o| resource_list(Some(o), "spec.overhead"))
             .transpose()
             .map_err(invalid)?;
-        let runtime = runtime_facts(&spec, &resources, meta.annotations.as_ref());
+        let mut spec = spec;
+        let runtime = runtime_facts(&mut spec, &resources, meta.annotations.as_ref());
         let claims = spec
             .volumes
             .into_iter()
@@ -294,9 +295,10 @@ impl PodFacts {
 }
 
 /// The facts of the runtime-compatibility check. `resources` holds the
-/// containers' parsed resources, in the order of `spec`.
+/// containers' parsed resources, in the order of `spec`; the containers are
+/// moved out of `spec` (nothing reads them after this).
 fn runtime_facts(
-    spec: &PodSpec,
+    spec: &mut PodSpec,
     resources: &PodResources,
     annotations: Option<&BTreeMap<String, String>>,
 ) -> RuntimeFacts {
@@ -338,7 +340,7 @@ fn runtime_facts(
         .map(|v| compat::Volume {
             name: v.name.clone(),
             host_path: v.host_path.as_ref().map(|h| compat::HostPath {
-                path: h.path.clone().unwrap_or_default(),
+                path: compat::clean(h.path.as_deref().unwrap_or_default()),
                 kind: h.kind.clone().unwrap_or_default(),
             }),
             memory_size_limit: (v.empty_dir.as_ref())

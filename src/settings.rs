@@ -5,6 +5,8 @@
 //! messages ("invalid type: integer, expected a string at line 1 column 25")
 //! do not.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::cluster::Subject;
@@ -45,10 +47,12 @@ pub struct Settings {
     /// (The deprecated `skipHostNamespaces: false` removes `hostNamespaces`.)
     pub skip_pods_using: FeatureSet,
     /// Host paths under which sockets live (`hostSockets`), cleaned.
-    pub host_socket_paths: Vec<String>,
+    /// (The defaults are borrowed: every admission without settings builds
+    /// a `Settings`.)
+    pub host_socket_paths: Vec<Cow<'static, str>>,
     /// Extended resources a device plugin hands over as host device nodes
     /// (`deviceResources`): names or `domain/*` groups.
-    pub host_device_resources: Vec<String>,
+    pub host_device_resources: Vec<Cow<'static, str>>,
     /// Extended resources (`vendor/name` or `vendor/*`) the resource-fit
     /// check skips, e.g. those served through DRA.
     pub ignored_resources: Vec<String>,
@@ -91,8 +95,8 @@ impl Default for Settings {
             no_feasible_node: Outcome::Accept,
             lookup_failure: Outcome::Accept,
             skip_pods_using: FeatureSet::default_set(),
-            host_socket_paths: DEFAULT_HOST_SOCKET_PATHS.map(String::from).to_vec(),
-            host_device_resources: DEFAULT_HOST_DEVICE_RESOURCES.map(String::from).to_vec(),
+            host_socket_paths: DEFAULT_HOST_SOCKET_PATHS.map(Cow::Borrowed).to_vec(),
+            host_device_resources: DEFAULT_HOST_DEVICE_RESOURCES.map(Cow::Borrowed).to_vec(),
             ignored_resources: Vec::new(),
             policy_server_service_account: DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT.to_string(),
             check_volumes: true,
@@ -141,7 +145,10 @@ impl Settings {
                 "hostSocketPaths" if value.is_null() => {}
                 "hostSocketPaths" => s.host_socket_paths = socket_paths(key, value)?,
                 "hostDeviceResources" if value.is_null() => {}
-                "hostDeviceResources" => s.host_device_resources = strings(key, value)?,
+                "hostDeviceResources" => {
+                    s.host_device_resources =
+                        strings(key, value)?.into_iter().map(Cow::Owned).collect()
+                }
                 "ignoredResources" => s.ignored_resources = strings(key, value)?,
                 "checkVolumes" => {
                     s.check_volumes = value
@@ -218,17 +225,16 @@ impl Settings {
 
     /// `hostDeviceResources`, parsed.
     pub fn device_resources(&self) -> Result<ResourceNames, String> {
-        ResourceNames::parse(self.host_device_resources.iter().map(String::as_str))
+        ResourceNames::parse(self.host_device_resources.iter().map(|r| r.as_ref()))
             .map_err(|e| format!("hostDeviceResources: {e}"))
     }
 
-    /// What the runtime-compatibility check needs, with the parsed
-    /// `hostDeviceResources`.
-    pub fn compat<'a>(&'a self, device_resources: &'a ResourceNames) -> CompatSettings<'a> {
+    /// What the runtime-compatibility check needs.
+    pub fn compat(&self) -> CompatSettings<'_> {
         CompatSettings {
             features: self.skip_pods_using,
             socket_paths: &self.host_socket_paths,
-            device_resources,
+            device_resources: &self.host_device_resources,
         }
     }
 
@@ -274,13 +280,13 @@ fn features(key: &str, value: &Value) -> Result<FeatureSet, String> {
 }
 
 /// `hostSocketPaths`: absolute paths, stored cleaned.
-fn socket_paths(key: &str, value: &Value) -> Result<Vec<String>, String> {
+fn socket_paths(key: &str, value: &Value) -> Result<Vec<Cow<'static, str>>, String> {
     let paths = strings(key, value)?;
     paths
         .iter()
         .map(|p| {
             if p.starts_with('/') {
-                Ok(compat::clean(p))
+                Ok(Cow::Owned(compat::clean(p)))
             } else {
                 Err(format!(
                     "{key}: {p:?} is not an absolute path (example: \"/var/run\")"

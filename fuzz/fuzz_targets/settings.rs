@@ -11,6 +11,15 @@ fuzz_target!(|data: &[u8]| {
         if let Err(e) = settings.validate() {
             panic!("from_json accepted settings that validate() refuses: {settings:?}: {e}");
         }
+        // Socket paths are stored absolute and clean: the compatibility
+        // check compares them element by element with cleaned hostPaths.
+        for path in &settings.host_socket_paths {
+            assert!(
+                path.starts_with('/') && kata_runtime_policy::compat::clean(path) == *path,
+                "accepted hostSocketPaths entry {path:?} is not absolute and clean"
+            );
+        }
+        assert!(settings.device_resources().is_ok());
         // What the decision sends to the host must still be a selector we accept.
         if let Some(selector) = settings.host_label_selector() {
             assert!(

@@ -160,6 +160,16 @@ fn cases(size: usize) -> Vec<Case> {
             expect: "unchanged",
         },
         Case {
+            id: "k",
+            what: "mounts /var/run/docker.sock: Kata cannot run it (skip)",
+            pod_spec: json!({"containers": [{"name": "agent", "image": "registry.example.com/agent:v1",
+                "resources": {"requests": {"cpu": "100m"}},
+                "volumeMounts": [{"name": "docker", "mountPath": "/var/run/docker.sock"}]}],
+                "volumes": [{"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}}]}),
+            calls: Calls::None,
+            expect: "unchanged",
+        },
+        Case {
             id: "a",
             what: "plain pod, fits most nodes",
             pod_spec: json!({"containers": containers()}),
