@@ -339,7 +339,11 @@ fn host_sockets(
         let what = if host_path.kind == "Socket" || is_socket_name(path) {
             format!("host socket {path}")
         } else if let Some(dir) = socket_paths.iter().find(|dir| is_within(path, dir)) {
-            format!("host socket path {path} (under {dir})")
+            if path == dir.as_ref() {
+                format!("host socket path {path} (in hostSocketPaths)")
+            } else {
+                format!("host socket path {path} (under {dir})")
+            }
         } else {
             return;
         };
