@@ -145,7 +145,11 @@ impl VolumeKind {
     }
 }
 
-/// What the volume check reads of a claim.
+/// What the volume check reads of a claim. `metadata` is never masked:
+/// policy-server applies field masks to everything but `metadata` (DESIGN,
+/// "Host capabilities"; checked against policy-server 1.36 by the
+/// real-cluster suite), so `metadata.uid`, which a PV's claimRef is
+/// compared with, always comes.
 pub const PVC_FIELD_MASKS: [&str; 8] = [
     "spec.accessModes",
     "spec.resources",

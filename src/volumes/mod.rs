@@ -19,7 +19,7 @@ use crate::scheduling::volume_binding::{
     Candidate, Provisioning, UnboundClaim, VolumeAffinity, VolumeCheck,
 };
 use crate::scheduling::volume_zone::VolumeZones;
-use objects::{ANN_SELECTED_NODE, Claim, StorageClass, Volume};
+use objects::{ANN_SELECTED_NODE, Claim, ClaimRef, StorageClass, Volume};
 
 /// A pod volume backed by a PersistentVolumeClaim.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,6 +164,9 @@ fn ephemeral_claim<C: Cluster>(
 ) -> Result<(Claim, String), Refusal> {
     let mut claim = template.clone();
     claim.metadata.namespace = Some(pod.namespace.to_string());
+    // The claim the controller will create has no UID yet: no PV's claimRef
+    // with a UID names it (`names_claim`).
+    claim.metadata.uid = None;
     let Some(pod_name) = pod.name else {
         // `generateName`: the claim name is not known yet, nor can it be taken.
         return Ok((claim, format!("<pod>-{volume}")));
@@ -171,6 +174,12 @@ fn ephemeral_claim<C: Cluster>(
     let name = format!("{pod_name}-{volume}");
     claim.metadata.name = name.clone();
     if let Some(existing) = reader.claim(pod.namespace, &name)? {
+        // Upstream matches the owner's UID with the pod's. At admission the
+        // pod has no UID yet, so a claim controlled by a Pod of this name is
+        // a leftover of an earlier pod of that name, being garbage-collected:
+        // the controller will create the claim again, so the template is
+        // judged. (Its PV names the old claim's UID and never binds to the
+        // new one.)
         let owned_by_pod = existing
             .metadata
             .owner_references
@@ -187,11 +196,25 @@ fn ephemeral_claim<C: Cluster>(
     Ok((claim, name))
 }
 
+/// Whether a PV's claimRef names the claim `namespace/name`
+/// (`IsVolumeBoundToClaim`): namespace and name, and the UID when the
+/// claimRef has one. A claimRef with a UID names one incarnation of the
+/// claim: a claim deleted and created again, or the claim an ephemeral
+/// volume's controller will create (no UID yet), is not it.
+fn names_claim(r: &ClaimRef, claim: &Claim, name: &str, namespace: &str) -> bool {
+    r.name == name
+        && r.namespace == namespace
+        && match r.uid.as_deref().filter(|u| !u.is_empty()) {
+            None => true,
+            Some(uid) => claim.metadata.uid.as_deref() == Some(uid),
+        }
+}
+
 /// A pre-bound claim binds to its PV if the PV exists and either is free
 /// and satisfies the claim, or already names the claim (`syncUnboundClaim`).
 fn will_bind(pv: &Volume, claim: &Claim, name: &str, namespace: &str) -> bool {
     match &pv.spec.claim_ref {
-        Some(r) => r.name == name && r.namespace == namespace,
+        Some(r) => names_claim(r, claim, name, namespace),
         None => {
             pv.metadata.deletion_timestamp.is_none()
                 && satisfies(pv, claim)
@@ -428,7 +451,7 @@ fn candidates(
         pv.spec
             .claim_ref
             .as_ref()
-            .is_some_and(|r| r.name == name && r.namespace == namespace)
+            .is_some_and(|r| names_claim(r, claim, name, namespace))
     });
     if let Some(pv) = pre_bound {
         return vec![candidate(pv)];

@@ -1031,6 +1031,126 @@ fn an_ephemeral_claim_name_taken_by_another_claim_fails_the_pod() {
     );
 }
 
+/// A StatefulSet claim deleted and created again: its old PV, Released in
+/// zone a, still names it, with the old claim's UID. The scheduler never
+/// binds the new claim there: it provisions in zone b, where no kata node is.
+#[test]
+fn a_recreated_claim_never_inherits_its_namesakes_disk() {
+    let nodes = [
+        host("a", json!({ZONE: "zone-a"})),
+        host("b", json!({ZONE: "zone-b"})),
+    ];
+    let zonal_b = allowed(
+        class("zonal-b", "WaitForFirstConsumer", "ebs.csi.aws.com"),
+        ZONE,
+        &["zone-b"],
+    );
+    let mut claim = pvc("data-web-0", "zonal-b");
+    claim["metadata"]["uid"] = json!("uid-new");
+    let old = |claim_ref: Value| {
+        let mut v = pinned(pv("pv-old", "zonal-b"), &[(ZONE, &["zone-a"])]);
+        v["spec"]["claimRef"] = claim_ref;
+        v["status"]["phase"] = json!("Released");
+        v
+    };
+    let run = |claim_ref: Value| {
+        verdicts(
+            vec![zonal_b.clone(), claim.clone(), old(claim_ref)],
+            &claims(&["data-web-0"]),
+            &nodes,
+        )
+    };
+    let named = |uid: Option<&str>| {
+        let mut r = json!({"kind": "PersistentVolumeClaim", "name": "data-web-0", "namespace": NS});
+        if let Some(uid) = uid {
+            r["uid"] = json!(uid);
+        }
+        r
+    };
+    // The old claim's UID: not this claim; only zone b can serve it.
+    assert_eq!(run(named(Some("uid-old"))), Ok(vec![fail(&[BIND]), pass()]));
+    // Pre-bound by UID to this very claim: usable in zone a (zone b can
+    // still provision, as the scheduler's FindPodVolumes sees it).
+    let both = Ok(vec![pass(), pass()]);
+    assert_eq!(run(named(Some("uid-new"))), both);
+    // A claimRef without a UID (or an empty one) names the claim by name.
+    assert_eq!(run(named(None)), both);
+    assert_eq!(run(named(Some(""))), both);
+    // Another namespace never names it.
+    let mut elsewhere = named(Some("uid-new"));
+    elsewhere["namespace"] = json!("other");
+    assert_eq!(run(elsewhere), Ok(vec![fail(&[BIND]), pass()]));
+}
+
+/// A claim pre-bound by `volumeName` to a PV whose claimRef names an
+/// earlier claim of the same name never binds (`syncUnboundClaim`); one
+/// whose claimRef carries this claim's UID does.
+#[test]
+fn a_pre_bound_claim_binds_only_to_a_volume_that_names_it_by_uid() {
+    let nodes = [host("a", json!({ZONE: "zone-a"}))];
+    let mut pre = pvc("data-0", "standard");
+    pre["spec"]["volumeName"] = json!("pv-x");
+    pre["metadata"]["uid"] = json!("uid-2");
+    let run = |uid: &str| {
+        let mut v = pinned(pv("pv-x", "standard"), &[(ZONE, &["zone-a"])]);
+        v["spec"]["claimRef"] = json!({"name": "data-0", "namespace": NS, "uid": uid});
+        verdicts(vec![pre.clone(), v], &claims(&["data-0"]), &nodes)
+    };
+    assert_eq!(
+        run("uid-1"),
+        Err("pod has unbound immediate PersistentVolumeClaims".into())
+    );
+    assert_eq!(run("uid-2"), Ok(vec![pass()]));
+}
+
+/// A pod created again with the same name while its previous ephemeral
+/// claim is still being garbage-collected: the template is judged (the
+/// claim will be created again), and the stale claim's PV, which names the
+/// stale claim's UID, is no candidate for it.
+#[test]
+fn a_stale_ephemeral_claims_volume_is_not_pre_bound_to_the_template() {
+    let nodes = [
+        host("a", json!({ZONE: "zone-a"})),
+        host("b", json!({ZONE: "zone-b"})),
+    ];
+    let zonal_b = allowed(
+        class("zonal-b", "WaitForFirstConsumer", "ebs.csi.aws.com"),
+        ZONE,
+        &["zone-b"],
+    );
+    let mut stale = bound_to(pvc("test-pod-scratch", "zonal-b"), "pv-stale");
+    stale["metadata"]["uid"] = json!("uid-stale");
+    stale["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Pod",
+        "name": "test-pod", "uid": "uid-old-pod", "controller": true}]);
+    let mut stale_pv = pinned(pv("pv-stale", "zonal-b"), &[(ZONE, &["zone-a"])]);
+    stale_pv["spec"]["claimRef"] =
+        json!({"name": "test-pod-scratch", "namespace": NS, "uid": "uid-stale"});
+    stale_pv["status"]["phase"] = json!("Bound");
+    let spec = json!({"storageClassName": "zonal-b", "accessModes": ["ReadWriteOnce"]});
+    assert_eq!(
+        verdicts(
+            vec![zonal_b.clone(), stale.clone(), stale_pv.clone()],
+            &[ephemeral("scratch", spec.clone())],
+            &nodes
+        ),
+        Ok(vec![fail(&[BIND]), pass()])
+    );
+    // A template that carries a UID gets none: the controller's claim is new.
+    let mut with_uid = spec;
+    with_uid["metadata"] = json!({"uid": "uid-stale"});
+    let template: Claim = serde_json::from_value(json!({"metadata": {"uid": "uid-stale"},
+        "spec": with_uid}))
+    .unwrap();
+    let volume = PodVolume {
+        name: "scratch".into(),
+        source: ClaimSource::Ephemeral(Box::new(template)),
+    };
+    assert_eq!(
+        verdicts(vec![zonal_b, stale, stale_pv], &[volume], &nodes),
+        Ok(vec![fail(&[BIND]), pass()])
+    );
+}
+
 /// Each object is read once, lists only when needed, and each list is
 /// asked about first.
 #[test]
@@ -1210,7 +1330,7 @@ mod property {
             .collect()
     }
 
-    fn fits(shapes: &[(u8, usize, usize)]) -> Vec<bool> {
+    fn objects_of(shapes: &[(u8, usize, usize)]) -> Vec<Value> {
         let mut objects = Vec::new();
         for (i, (shape, zone, node)) in shapes.iter().enumerate() {
             for o in claim_objects(i, *shape, *zone, *node) {
@@ -1219,12 +1339,64 @@ mod property {
                 }
             }
         }
-        let names: Vec<String> = (0..shapes.len()).map(|i| format!("c{i}")).collect();
+        objects
+    }
+
+    fn run(objects: Vec<Value>, count: usize) -> Result<Vec<Vec<String>>, String> {
+        let names: Vec<String> = (0..count).map(|i| format!("c{i}")).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        match verdicts(objects, &claims(&names), &nodes()) {
+        verdicts(objects, &claims(&names), &nodes())
+    }
+
+    fn fits(shapes: &[(u8, usize, usize)]) -> Vec<bool> {
+        match run(objects_of(shapes), shapes.len()) {
             Ok(per_node) => per_node.iter().map(Vec::is_empty).collect(),
             Err(_) => vec![false; 4],
         }
+    }
+
+    /// The claims of `shapes`, each with a UID, plus a PV `pv-ref` in
+    /// `zone` whose claimRef names claim `k` with `uid` (no PV when `None`);
+    /// `pre_bind` sets an unbound claim's `volumeName` to it.
+    fn with_ref(
+        shapes: &[(u8, usize, usize)],
+        (k, zone, pre_bind): (usize, usize, bool),
+        uid: Option<&str>,
+    ) -> Vec<Value> {
+        let k = k % shapes.len();
+        let name = format!("c{k}");
+        let mut objects = objects_of(shapes);
+        let mut class = String::new();
+        for o in objects
+            .iter_mut()
+            .filter(|o| o["kind"] == "PersistentVolumeClaim")
+        {
+            let n = o["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            o["metadata"]["uid"] = json!(format!("uid-{n}"));
+            if n == name {
+                class = o["spec"]["storageClassName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .into();
+                if pre_bind && o["spec"]["volumeName"].is_null() {
+                    o["spec"]["volumeName"] = json!("pv-ref");
+                }
+            }
+        }
+        if let Some(uid) = uid {
+            let z = ZONES[zone % 3];
+            let mut v = labelled(
+                pinned(pv("pv-ref", &class), &[(ZONE, &[z])]),
+                json!({ZONE: z}),
+            );
+            v["spec"]["claimRef"] = json!({"name": name, "namespace": NS, "uid": uid});
+            v["status"]["phase"] = json!("Released");
+            objects.push(v);
+        }
+        objects
     }
 
     proptest! {
@@ -1241,6 +1413,40 @@ mod property {
             let after = fits(&more);
             for (node, (b, a)) in before.iter().zip(&after).enumerate() {
                 prop_assert!(*b || !*a, "node n{} fits only with the extra claim {:?}", node, extra);
+            }
+        }
+
+        /// A PV whose claimRef names a claim with another UID (an earlier
+        /// claim of that name) is, for the pod, exactly a PV that does not
+        /// exist: its disk never counts, whatever the claim's shape. (So
+        /// changing the UID away from the claim's can only make a node fit
+        /// through the claim's other options, as the scheduler would.)
+        #[test]
+        fn a_volume_that_names_another_uid_is_as_good_as_absent(
+            shapes in proptest::collection::vec((0u8..5, 0usize..3, 0usize..4), 1..4),
+            reference in (0usize..4, 0usize..3, any::<bool>()),
+        ) {
+            let stale = run(with_ref(&shapes, reference, Some("uid-earlier")), shapes.len());
+            let absent = run(with_ref(&shapes, reference, None), shapes.len());
+            prop_assert_eq!(stale, absent);
+        }
+
+        /// For a claim pre-bound by `volumeName`, changing the PV's claimRef
+        /// UID away from the claim's never turns "does not fit" into "fits".
+        #[test]
+        fn changing_the_uid_away_never_makes_a_pre_bound_claim_fit(
+            shapes in proptest::collection::vec((0u8..5, 0usize..3, 0usize..4), 1..4),
+            (k, zone) in (0usize..4, 0usize..3),
+        ) {
+            let own = format!("uid-c{}", k % shapes.len());
+            let fit = |uid: &str| match run(with_ref(&shapes, (k, zone, true), Some(uid)), shapes.len()) {
+                Ok(per_node) => per_node.iter().map(Vec::is_empty).collect(),
+                Err(_) => vec![false; 4],
+            };
+            let before = fit(&own);
+            let after = fit("uid-earlier");
+            for (node, (b, a)) in before.iter().zip(&after).enumerate() {
+                prop_assert!(*b || !*a, "node n{} fits only once the UID changed", node);
             }
         }
     }
