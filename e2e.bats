@@ -137,6 +137,15 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   decision_is mutated
 }
 
+@test "a recreated claim never inherits its namesake's disk: the old PV names the old UID" {
+  kwctl_run pod-statefulset.json volume-recreated-claim.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't find available persistent volumes to bind"
+  decision_is unchanged
+}
+
 @test "a pod whose local volumes are on other nodes is left alone" {
   kwctl_run pod-local-volume.json volume-local.yml
   [ "$status" -eq 0 ]

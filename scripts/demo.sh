@@ -22,6 +22,7 @@ scenarios=(
   "pod-topology-spread.json|kata-workers.yml|{}|spread over zones; kata workers have no zone label"
   "pod-statefulset.json|volume-zone-b.yml|{}|StatefulSet pod, disk in eu-west-1b; kata workers in eu-west-1a"
   "pod-statefulset.json|volume-zone-b-kata.yml|{}|the same pod; kata worker-2 in eu-west-1b"
+  "pod-statefulset.json|volume-recreated-claim.yml|{}|the claim was recreated; its old disk in eu-west-1a names the old claim's UID"
   "pod-local-volume.json|volume-local.yml|{}|local-storage claim; the local volumes are on storage nodes"
   "pod-zonal-class.json|volume-allowed-topologies.yml|{}|ephemeral volume whose class only provisions in eu-west-1b"
   "pod-statefulset.json|kata-workers.yml|{\"checkVolumes\":false}|the StatefulSet pod with checkVolumes=false"
