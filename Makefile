@@ -56,6 +56,23 @@ test: policy.wasm
 e2e-tests: annotated-policy.wasm
 	bats e2e.bats
 
+# e2e.bats under the real kwctl when it is there (KWCTL, else PATH);
+# skipped with a line saying so otherwise.
+.PHONY: e2e-tests-kwctl
+e2e-tests-kwctl: policy.wasm
+	@if command -v $(KWCTL) >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory e2e-tests; \
+	else \
+	  echo "SKIP e2e.bats under kwctl: $(KWCTL) not found (set KWCTL or put kwctl on PATH)"; \
+	fi
+
+# The real production path: kube-apiserver -> policy-server -> policy.wasm,
+# kube-scheduler placing every pod (tests/cluster/run.sh; skips, saying
+# which binary is missing, when one is).
+.PHONY: e2e-cluster
+e2e-cluster: policy.wasm
+	tests/cluster/run.sh
+
 # e2e.bats with the project's own runner instead of kwctl.
 .PHONY: e2e-tests-local
 e2e-tests-local: policy.wasm $(KWRUN)
@@ -88,7 +105,7 @@ demo: setup policy.wasm $(KWRUN)
 
 # Everything CI runs, from a fresh machine.
 .PHONY: check
-check: setup lint test e2e-tests-local fuzz-smoke
+check: setup lint test e2e-tests-local e2e-tests-kwctl e2e-cluster fuzz-smoke
 
 .PHONY: clean
 clean:

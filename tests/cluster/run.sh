@@ -1,0 +1,442 @@
+#!/usr/bin/env bash
+# The production path, for real: a real kube-apiserver calls a real
+# policy-server running policy.wasm through a MutatingWebhookConfiguration,
+# and a real kube-scheduler places every pod.
+#
+#   tests/cluster/run.sh            (make e2e-cluster; POLICY=policy.wasm)
+#
+# Binaries: KUBEBUILDER_ASSETS (envtest's folder: etcd, kube-apiserver,
+# kubectl), KUBE_SCHEDULER, POLICY_SERVER, KWCTL, and ETCD / KUBE_APISERVER /
+# KUBECTL to name one directly; else PATH. When one is missing the suite is
+# skipped with one line saying which, and exits 0. Everything listens on
+# 127.0.0.1; every process started is stopped by its PID on exit.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+source tests/cluster/lib.sh
+
+for spec in etcd:ETCD kube-apiserver:KUBE_APISERVER kubectl:KUBECTL \
+  kube-scheduler:KUBE_SCHEDULER policy-server:POLICY_SERVER kwctl:KWCTL; do
+  if ! find_bin "${spec%%:*}" "${spec#*:}"; then
+    echo "SKIP real-cluster suite: ${spec%%:*} not found (set ${spec#*:}, or KUBEBUILDER_ASSETS, or put it on PATH)"
+    exit 0
+  fi
+done
+for tool in openssl curl jq; do
+  command -v "$tool" >/dev/null || die "$tool is needed (scripts/setup.sh installs it)"
+done
+WASM=$ROOT/${POLICY:-policy.wasm}
+[[ -f $WASM ]] || die "$WASM not found: make policy.wasm"
+
+D=$(mktemp -d /tmp/kata-policy-cluster.XXXXXX)
+# policy-server loads annotated modules only (the protocol version, the
+# metadata): annotate as `make annotated-policy.wasm` does.
+POLICY_FILE=$D/policy.wasm
+"$KWCTL" annotate -m metadata.yml -u README.md -o "$POLICY_FILE" "$WASM" >/dev/null
+KEEP=${KEEP_CLUSTER_DIR:-0}
+cleanup() {
+  stop_all
+  if [[ $KEEP == 1 ]]; then log "logs kept in $D"; else rm -rf "$D"; fi
+}
+trap cleanup EXIT
+T0=$(date +%s)
+start_control_plane
+
+# ---------------------------------------------------------------- the cluster
+TENANT=tenant
+BYHAND=by-hand # not covered by the webhook: the same pods, the class set by hand
+for ns in kubewarden $TENANT $BYHAND; do
+  k create namespace $ns >/dev/null
+done
+for ns in default kubewarden $TENANT $BYHAND; do
+  k -n $ns create serviceaccount default >/dev/null 2>&1 || true
+done
+KATA='"katacontainers.io/kata-runtime":"true"'
+ZONE_A='"topology.kubernetes.io/zone":"eu-west-1a","topology.kubernetes.io/region":"eu-west-1"'
+ZONE_B='"topology.kubernetes.io/zone":"eu-west-1b","topology.kubernetes.io/region":"eu-west-1"'
+SMALL='{"cpu":"8","memory":"32Gi","pods":"110"}'
+node worker-1 "{$KATA,$ZONE_A}" "$SMALL"
+node worker-2 "{$KATA,$ZONE_A}" "$SMALL" '[{"key":"dedicated","value":"db","effect":"NoSchedule"}]'
+node master "{\"node-role.kubernetes.io/master\":\"\",$ZONE_A}" '{"cpu":"4","memory":"16Gi","pods":"110"}' \
+  '[{"key":"node-role.kubernetes.io/master","effect":"NoSchedule"}]'
+node worker-3 "{$ZONE_B,\"example.com/rack\":\"r1\"}" '{"cpu":"16","memory":"64Gi","pods":"110","nvidia.com/pgpu":"4"}'
+
+k apply -f - >/dev/null <<'EOF'
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata}
+handler: kata
+overhead: {podFixed: {cpu: 250m, memory: 160Mi}}
+scheduling:
+  nodeSelector: {katacontainers.io/kata-runtime: "true"}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: zonal-b}
+provisioner: ebs.csi.example.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+  - matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [eu-west-1b]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: manual}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+EOF
+# A claim bound to a disk in eu-west-1b (bound as the PV controller would
+# write it), and an unbound claim of the zone-b class, in both namespaces.
+for ns in $TENANT $BYHAND; do
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: disk-b-$ns, labels: {topology.kubernetes.io/zone: eu-west-1b}}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: manual
+  claimRef: {namespace: $ns, name: data-b}
+  csi: {driver: ebs.csi.example.com, volumeHandle: vol-$ns}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+        - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1b]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-b
+  namespace: $ns
+  annotations: {pv.kubernetes.io/bind-completed: "yes"}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: manual
+  volumeName: disk-b-$ns
+  resources: {requests: {storage: 10Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: scratch-b, namespace: $ns}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: zonal-b
+  resources: {requests: {storage: 1Gi}}
+EOF
+  uid=$(k -n $ns get pvc data-b -o jsonpath='{.metadata.uid}')
+  k patch pv disk-b-$ns --type=merge -p "{\"spec\":{\"claimRef\":{\"uid\":\"$uid\"}}}" >/dev/null
+  k patch pv disk-b-$ns --subresource=status --type=merge -p '{"status":{"phase":"Bound"}}' >/dev/null
+  k -n $ns patch pvc data-b --subresource=status --type=merge \
+    -p '{"status":{"phase":"Bound","accessModes":["ReadWriteOnce"],"capacity":{"storage":"10Gi"}}}' >/dev/null
+done
+
+# policy-server's identity: the ServiceAccount the example RBAC names.
+k -n kubewarden create serviceaccount policy-server >/dev/null
+k apply -f examples/rbac.yaml >/dev/null
+TOKEN=$(k -n kubewarden create token policy-server --duration 2h)
+cat >"$D/policy-server.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 <"$D/pki/ca.crt")
+users:
+- name: policy-server
+  user: {token: $TOKEN}
+contexts:
+- name: local
+  context: {cluster: local, user: policy-server}
+current-context: local
+EOF
+write_policies '{}'
+start_policy_server
+register_webhook
+log "cluster ready after $(($(date +%s) - T0)) s"
+
+# ---------------------------------------------------------------- checks
+FAILED=0
+PASSED=0
+fail() {
+  echo "not ok - $*"
+  FAILED=$((FAILED + 1))
+}
+pass() {
+  echo "ok - $*"
+  PASSED=$((PASSED + 1))
+}
+
+yq_json() { k create --dry-run=client -o json -f "$1" | jq 'del(.metadata.namespace)'; }
+# create_pod NS FILE [jq edit] -> kubectl create's stderr (warnings) on stdout
+create_pod() {
+  local ns=$1 file=$2 edit=${3:-.}
+  yq_json "$file" | jq -c "$edit" | k -n "$ns" create -f - 2>&1 >/dev/null || true
+}
+get() { k -n "$1" get pod "$2" -o json; }
+# class_of NAME: the pod's runtimeClassName, "none" without one, "missing"
+# when the pod was not created.
+class_of() {
+  local pod
+  pod=$(k -n $TENANT get pod "$1" -o json 2>/dev/null) || {
+    echo missing
+    return
+  }
+  jq -r '.spec.runtimeClassName // "none"' <<<"$pod"
+}
+
+# placed NS NAME: the node the scheduler bound the pod to, "unschedulable:
+# <message>", or for a pod waiting on its volumes the selected node.
+placed() {
+  local ns=$1 name=$2 end=$(($(date +%s) + 30)) pod
+  while (($(date +%s) < end)); do
+    pod=$(get "$ns" "$name")
+    local node
+    node=$(jq -r '.spec.nodeName // empty' <<<"$pod")
+    if [[ -n $node ]]; then
+      echo "$node"
+      return
+    fi
+    local cond
+    cond=$(jq -r '.status.conditions[]? | select(.type=="PodScheduled" and .status=="False") | "\(.reason): \(.message)"' <<<"$pod")
+    if [[ $cond == Unschedulable* ]]; then
+      echo "unschedulable: ${cond#Unschedulable: }"
+      return
+    fi
+    local claim
+    claim=$(jq -r '.spec.volumes[]?.persistentVolumeClaim.claimName // empty' <<<"$pod" | head -1)
+    if [[ -n $claim ]]; then
+      local selected
+      selected=$(k -n "$ns" get pvc "$claim" -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}' 2>/dev/null || true)
+      [[ -z $selected ]] || {
+        echo "$selected"
+        return
+      }
+    fi
+    sleep 0.3
+  done
+  echo "pending"
+}
+is_kata() { [[ $(k get node "$1" -o jsonpath='{.metadata.labels.katacontainers\.io/kata-runtime}' 2>/dev/null) == true ]]; }
+
+# scenario FILE mutated
+# scenario FILE unchanged WARNING_PART [confirm]
+#   confirm: the same pod, runtimeClassName set by hand where the webhook
+#   does not look, must be refused by the API server or be unschedulable.
+scenario() {
+  local file=tests/cluster/pods/$1.yaml expect=$2 want=${3:-} confirm=${4:-}
+  local name=$1 out pod rc where
+  out=$(create_pod $TENANT "$file")
+  pod=$(get $TENANT "$name" 2>/dev/null) || {
+    fail "$name: not created: $out"
+    return
+  }
+  rc=$(jq -r '.spec.runtimeClassName // ""' <<<"$pod")
+  where=$(placed $TENANT "$name")
+  if [[ $expect == mutated ]]; then
+    if [[ $rc != kata ]]; then
+      fail "$name: expected the kata class, got '$rc' ($out)"
+      return
+    fi
+    # The RuntimeClass admission's merge, as the policy predicted it.
+    local merged
+    merged=$(jq -c '[.spec.overhead, .spec.nodeSelector["katacontainers.io/kata-runtime"]]' <<<"$pod")
+    [[ $merged == '[{"cpu":"250m","memory":"160Mi"},"true"]' ]] || {
+      fail "$name: RuntimeClass merge not as predicted: $merged"
+      return
+    }
+    if ! is_kata "$where"; then
+      fail "$name: mutated but placed on '$where', not a kata node"
+      return
+    fi
+    pass "$name: mutated, overhead and node selector merged, placed on kata node $where"
+  else
+    if [[ -n $rc ]]; then
+      fail "$name: expected no class, got '$rc'"
+      return
+    fi
+    if [[ $out != *"$want"* ]]; then
+      fail "$name: warning lacks '$want': $out"
+      return
+    fi
+    local detail="left alone with the warning, placed: $where"
+    if [[ $confirm == confirm ]]; then
+      local by_hand hand_where
+      by_hand=$(create_pod $BYHAND "$file" '.spec.runtimeClassName = "kata"')
+      if k -n $BYHAND get pod "$name" >/dev/null 2>&1; then
+        hand_where=$(placed $BYHAND "$name")
+        if [[ $hand_where != unschedulable:* ]]; then
+          fail "$name: with the class set by hand the scheduler placed it on '$hand_where'"
+          return
+        fi
+        detail+="; by hand with kata: $hand_where"
+      else
+        detail+="; by hand with kata: refused: ${by_hand//$'\n'/ }"
+      fi
+    fi
+    pass "$name: $detail"
+  fi
+}
+
+echo "# scenarios: each pod through the real webhook, placed by the real scheduler"
+scenario plain mutated
+scenario seed unchanged "didn't match Pod's node affinity/selector" confirm
+scenario zone-b unchanged "didn't match Pod's node affinity/selector" confirm
+scenario selector-conflict unchanged 'requires nodeSelector katacontainers.io/kata-runtime=true' confirm
+scenario taint unchanged "untolerated taint {dedicated: db}" confirm
+scenario overhead unchanged "Insufficient cpu" confirm
+scenario gpu unchanged "Insufficient nvidia.com/pgpu" confirm
+scenario spread unchanged "didn't match pod topology spread constraints (missing required label)" confirm
+scenario zonal-disk unchanged "volume node affinity conflict" confirm
+scenario wffc unchanged "didn't find available persistent volumes to bind" confirm
+scenario node-name mutated
+scenario ds-worker mutated
+scenario ds-master unchanged 'the pod can only run on node "master"' confirm
+scenario host-network unchanged "(skipPodsUsing: hostNamespaces)"
+scenario docker-agent unchanged "(skipPodsUsing: hostSockets)"
+scenario privileged unchanged "(skipPodsUsing: privileged)"
+
+audit=$(jq -c 'select(.objectRef.namespace == "tenant" and .objectRef.name == "plain" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
+if [[ $audit == *'decision":"mutated"'* ]]; then
+  pass "audit: the mutated pod's decision and reason are in the audit log: $audit"
+else
+  fail "audit: no decision for the plain pod: $audit"
+fi
+
+# The claim's UID comes through policy-server's field masks (they never
+# touch metadata): a claim pre-bound by volumeName to a zone-a disk whose
+# claimRef names it by UID gets Kata; by another UID, never.
+prebound() { # NAME CLAIMREF_UID
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1, namespace: $TENANT}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: manual
+  volumeName: disk-$1
+  resources: {requests: {storage: 1Gi}}
+EOF
+  local uid
+  uid=$(k -n $TENANT get pvc "$1" -o jsonpath='{.metadata.uid}')
+  [[ $2 == own ]] || uid=$2
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: disk-$1}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: manual
+  claimRef: {namespace: $TENANT, name: $1, uid: "$uid"}
+  csi: {driver: ebs.csi.example.com, volumeHandle: vol-$1}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+        - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1a]}]
+EOF
+  yq_json tests/cluster/pods/zonal-disk.yaml |
+    jq -c ".metadata.name = \"$1\" | .spec.volumes[0].persistentVolumeClaim.claimName = \"$1\"" |
+    k -n $TENANT create -f - 2>&1 >/dev/null || true
+}
+out=$(prebound pre-own own)
+[[ $(class_of pre-own) == kata ]] && pass "claim UID through the masks: pre-bound by this UID, mutated" ||
+  fail "claim UID through the masks: pre-bound by this UID, class $(class_of pre-own): $out"
+out=$(prebound pre-old 0b9d6e11-3c5a-4f2e-8d7b-61a2f0c3e4d5)
+[[ $(class_of pre-old) == none && $out == *"pod has unbound immediate PersistentVolumeClaims"* ]] &&
+  pass "claim UID through the masks: pre-bound by an old UID, left alone: $out" ||
+  fail "claim UID through the masks: by an old UID, class $(class_of pre-old): $out"
+
+echo "# faults on the real path"
+# fresh_pod NAME [jq edit]: a plain pod under a new name, kubectl's output on stdout
+fresh_pod() {
+  yq_json tests/cluster/pods/plain.yaml | jq -c ".metadata.name = \"$1\" | ${2:-.}" |
+    k -n $TENANT create -f - 2>&1 >/dev/null || true
+}
+
+# Cordoning every kata node: the next pods follow within the watch latency.
+k cordon worker-1 worker-2 >/dev/null
+t=$(date +%s%N)
+i=0
+while :; do
+  i=$((i + 1))
+  out=$(fresh_pod cordon-$i)
+  [[ $(class_of cordon-$i) == none ]] && break
+  (($(date +%s%N) - t < 10000000000)) || break
+  sleep 0.2
+done
+ms=$((($(date +%s%N) - t) / 1000000))
+if [[ $(class_of cordon-$i) == none && $out == *"unschedulable"* ]]; then
+  pass "cordoned kata nodes: pod $i after ${ms} ms is left alone ($out)"
+else
+  fail "cordoned kata nodes: still mutated after ${ms} ms: $out"
+fi
+k uncordon worker-1 worker-2 >/dev/null
+t=$(date +%s%N)
+i=0
+while :; do
+  i=$((i + 1))
+  fresh_pod uncordon-$i >/dev/null
+  [[ $(class_of uncordon-$i) == kata ]] && break
+  (($(date +%s%N) - t < 10000000000)) || break
+  sleep 0.2
+done
+ms=$((($(date +%s%N) - t) / 1000000))
+[[ $(class_of uncordon-$i) == kata ]] && pass "uncordoned: kata again after ${ms} ms" ||
+  fail "uncordoned: no kata after ${ms} ms"
+
+# RBAC removed: the access question says no at once; no list hangs.
+k delete clusterrolebinding kata-runtime-policy-reader >/dev/null
+sleep 6 # policy-server caches can_i and reads by name for 5 s
+t=$(date +%s%N)
+out=$(fresh_pod rbac-gone)
+ms=$((($(date +%s%N) - t) / 1000000))
+if [[ $(class_of rbac-gone) == none && $out == *forbidden* ]] && ((ms < 1000)); then
+  pass "binding removed: admitted unchanged in ${ms} ms: $out"
+else
+  fail "binding removed: ${ms} ms, class '$(class_of rbac-gone)': $out"
+fi
+k apply -f examples/rbac.yaml >/dev/null
+
+# Settings the policy refuses: policy-server does not start, with the message.
+bad=$D/bad-policies.yml
+sed 's/^  settings: .*/  settings: {"skipPodsUsing": ["dockerSocket"]}/' "$D/policies.yml" >"$bad"
+free_port BAD_PORT 34000
+free_port BAD_READY 38181
+set +e
+out=$(KUBECONFIG="$D/policy-server.kubeconfig" timeout 120 "$POLICY_SERVER" --addr 127.0.0.1 --port "$BAD_PORT" \
+  --readiness-probe-port "$BAD_READY" --cert-file "$D/pki/policy-server.crt" --key-file "$D/pki/policy-server.key" \
+  --policies "$bad" --policies-download-dir "$D/downloads" --sigstore-cache-dir "$D/sigstore" --log-no-color 2>&1)
+status=$?
+set -e
+if ((status != 0 && status != 124)) && [[ $out == *'unknown feature \"dockerSocket\"'* || $out == *'unknown feature "dockerSocket"'* ]]; then
+  pass "refused settings: policy-server exits ($status) with the policy's message"
+else
+  fail "refused settings: exit $status: $(tail -3 <<<"$out")"
+fi
+
+# Monitor mode: no mutation.
+stop_one policy-server
+write_policies '{}' monitor
+start_policy_server
+out=$(fresh_pod monitored)
+sleep 1 # the audit log is written asynchronously
+audit=$(jq -c 'select(.objectRef.name == "monitored" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
+if [[ $(class_of monitored) == none && $audit == *'admission/decision":"mutated"'* && $audit == *'\"mutated\":false'* ]]; then
+  pass "monitor mode: not mutated, the would-be decision in the audit annotations: $audit"
+else
+  fail "monitor mode: class $(class_of monitored), audit annotations: $audit"
+fi
+
+# policy-server gone: failurePolicy Ignore admits the pod unchanged.
+stop_one policy-server
+t=$(date +%s%N)
+out=$(fresh_pod no-server)
+ms=$((($(date +%s%N) - t) / 1000000))
+if [[ $(class_of no-server) == none ]]; then
+  pass "policy-server stopped: admitted unchanged in ${ms} ms (failurePolicy Ignore)"
+else
+  fail "policy-server stopped: $out"
+fi
+
+echo "# $PASSED passed, $FAILED failed, $(($(date +%s) - T0)) s"
+((FAILED == 0))
