@@ -259,6 +259,30 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   warning_is 'pod already sets runtimeClassName "gvisor"; left unchanged'
 }
 
+@test "allowedRuntimeClasses: a tenant pod naming runc is refused, with the allowed classes" {
+  kwctl_run pod-runc.json kata-workers.yml '{"allowedRuntimeClasses":["gvisor"]}'
+  [ "$status" -eq 0 ]
+  allowed false
+  no_patch
+  [ "$(jq -r .status.message <<<"$response")" = 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata, gvisor)' ]
+}
+
+@test "allowedRuntimeClasses: the same pod is admitted unchanged once runc is listed" {
+  kwctl_run pod-runc.json kata-workers.yml '{"allowedRuntimeClasses":["gvisor","runc"]}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is 'pod already sets runtimeClassName "runc"; left unchanged'
+}
+
+@test "an empty runtimeClassName is left for the API server to refuse" {
+  kwctl_run pod-empty-class.json kata-workers.yml '{"allowedRuntimeClasses":[]}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  [[ "$(jq -r '.warnings[0]' <<<"$response")" == 'runtimeClassName is "", which the API server refuses'* ]]
+}
+
 @test "a Deployment is not evaluated" {
   kwctl_run deployment.json kata-workers.yml
   [ "$status" -eq 0 ]

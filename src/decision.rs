@@ -103,11 +103,7 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
     let class = settings.runtime_class_name.as_str();
 
     if let Some(existing) = &pod.runtime_class_name {
-        return Decision::Leave {
-            explanation: format!("pod already sets runtimeClassName {existing:?}; left unchanged"),
-            // A pod that already asked for our class has Kata: nothing to warn about.
-            warn: existing != class,
-        };
+        return named_class(existing, &pod, settings);
     }
     if pod.is_mirror {
         return Decision::leave(
@@ -191,6 +187,43 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         diagnosis.to_string()
     };
     Decision::not_assigned(settings.no_feasible_node, why)
+}
+
+/// A pod that names its RuntimeClass itself keeps it, if
+/// `allowedRuntimeClasses` allows it; no host call either way.
+fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision {
+    let class = settings.runtime_class_name.as_str();
+    if existing.is_empty() {
+        // The API server refuses "" (its RuntimeClass admission plugin:
+        // "resource name may not be empty"; its validation: not a DNS
+        // subdomain): giving it Kata would turn a refused pod into one that
+        // runs, so it is left for the API server to refuse.
+        return Decision::leave(
+            "runtimeClassName is \"\", which the API server refuses (a RuntimeClass name is a \
+             DNS subdomain); left unchanged: remove the field to let the policy decide"
+                .into(),
+        );
+    }
+    if let Some(allowed) = &settings.allowed_runtime_classes {
+        // Mirror pods are the kubelet's static pods: refusing the mirror
+        // would only hide a pod that runs anyway.
+        if existing != class && !pod.is_mirror && !allowed.iter().any(|a| a == existing) {
+            let mut names = vec![class];
+            names.extend(allowed.iter().map(String::as_str).filter(|a| *a != class));
+            return Decision::Reject {
+                explanation: format!(
+                    "runtimeClassName {existing:?} is not allowed (allowedRuntimeClasses: {})",
+                    names.join(", ")
+                ),
+                code: None,
+            };
+        }
+    }
+    Decision::Leave {
+        explanation: format!("pod already sets runtimeClassName {existing:?}; left unchanged"),
+        // A pod that already asked for our class has Kata: nothing to warn about.
+        warn: existing != class,
+    }
 }
 
 /// The runtime-compatibility check (`skipPodsUsing`): a pod using a feature

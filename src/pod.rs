@@ -211,6 +211,7 @@ pub struct PodFacts {
     pub tolerations: Vec<Toleration>,
     /// What the runtime-compatibility check reads (`compat.rs`).
     pub runtime: RuntimeFacts,
+    /// `spec.runtimeClassName`, `Some("")` included.
     pub runtime_class_name: Option<String>,
     /// `spec.overhead` (normally unset: the RuntimeClass plugin sets it).
     pub overhead: Option<ResourceList>,
@@ -278,7 +279,9 @@ impl PodFacts {
                 .and_then(|na| na.required_during_scheduling_ignored_during_execution),
             tolerations: spec.tolerations.unwrap_or_default(),
             runtime,
-            runtime_class_name: spec.runtime_class_name.filter(|n| !n.is_empty()),
+            // "" is kept: the API server refuses it, the policy must not
+            // give it a class (decision.rs).
+            runtime_class_name: spec.runtime_class_name,
             overhead,
             resources,
             topology_spread: spec
@@ -494,7 +497,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(facts.node_name, None);
-        assert_eq!(facts.runtime_class_name, None);
+        assert_eq!(facts.runtime_class_name.as_deref(), Some(""));
         assert!(facts.tolerations.is_empty() && !facts.is_mirror);
         assert!(!PodFacts::from_json("{}").unwrap().has_spec);
     }

@@ -59,6 +59,9 @@ pub struct Settings {
     /// The user policy-server runs as, asked about in `can_i` before the
     /// node list: `system:serviceaccount:<namespace>:<name>`.
     pub policy_server_service_account: String,
+    /// The RuntimeClasses a pod may name itself besides `runtimeClassName`
+    /// (`None`: any). A pod naming another is refused.
+    pub allowed_runtime_classes: Option<Vec<String>>,
     /// Judge the pod's PersistentVolumeClaims (VolumeBinding, VolumeZone);
     /// needs read access to claims, volumes and storage classes.
     pub check_volumes: bool,
@@ -85,7 +88,7 @@ pub const DEFAULT_HOST_SOCKET_PATHS: [&str; 6] = [
 pub const DEFAULT_HOST_DEVICE_RESOURCES: [&str; 3] =
     ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/*"];
 
-const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes";
+const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes, allowedRuntimeClasses";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -100,6 +103,7 @@ impl Default for Settings {
             ignored_resources: Vec::new(),
             policy_server_service_account: DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT.to_string(),
             check_volumes: true,
+            allowed_runtime_classes: None,
         }
     }
 }
@@ -144,6 +148,8 @@ impl Settings {
                 "skipPodsUsing" => skip_pods_using = Some(features(key, value)?),
                 "hostSocketPaths" if value.is_null() => {}
                 "hostSocketPaths" => s.host_socket_paths = socket_paths(key, value)?,
+                "allowedRuntimeClasses" if value.is_null() => {}
+                "allowedRuntimeClasses" => s.allowed_runtime_classes = Some(strings(key, value)?),
                 "hostDeviceResources" if value.is_null() => {}
                 "hostDeviceResources" => {
                     s.host_device_resources =
@@ -180,6 +186,13 @@ impl Settings {
         })?;
         self.ignored()?;
         self.device_resources()?;
+        if let Some(bad) =
+            (self.allowed_runtime_classes.iter().flatten()).find(|c| !labels::is_dns_subdomain(c))
+        {
+            return Err(format!(
+                "allowedRuntimeClasses: {bad:?} is not a RuntimeClass name (a lowercase DNS subdomain such as \"gvisor\")"
+            ));
+        }
         if let Some(p) = self.host_socket_paths.iter().find(|p| !p.starts_with('/')) {
             return Err(format!(
                 "hostSocketPaths: {p:?} is not an absolute path (example: \"/var/run\")"
@@ -432,6 +445,18 @@ mod tests {
     }
 
     #[test]
+    fn allowed_runtime_classes_absent_null_empty_or_listed() {
+        assert_eq!(Settings::default().allowed_runtime_classes, None);
+        let read = |v: Value| Settings::from_value(&v).unwrap().allowed_runtime_classes;
+        assert_eq!(read(json!({"allowedRuntimeClasses": null})), None);
+        assert_eq!(read(json!({"allowedRuntimeClasses": []})), Some(vec![]));
+        assert_eq!(
+            read(json!({"allowedRuntimeClasses": ["gvisor", "kata-clh"]})),
+            Some(vec!["gvisor".to_string(), "kata-clh".to_string()])
+        );
+    }
+
+    #[test]
     fn empty_selector_means_every_node() {
         let s = Settings::from_value(&json!({"kataNodeSelector": "  "})).unwrap();
         assert_eq!(s.host_label_selector(), None);
@@ -466,6 +491,18 @@ mod tests {
                 "checkVolumes must be true or false, got \"false\"",
             ),
             (json!([]), "settings must be a JSON object"),
+            (
+                json!({"allowedRuntimeClasses": ["gvisor", "Runc"]}),
+                "allowedRuntimeClasses: \"Runc\" is not a RuntimeClass name (a lowercase DNS subdomain such as \"gvisor\")",
+            ),
+            (
+                json!({"allowedRuntimeClasses": [""]}),
+                "allowedRuntimeClasses: \"\" is not a RuntimeClass name",
+            ),
+            (
+                json!({"allowedRuntimeClasses": "gvisor"}),
+                "allowedRuntimeClasses must be a list of strings",
+            ),
             (
                 json!({"skipPodsUsing": ["hostSocket"]}),
                 "skipPodsUsing: unknown feature \"hostSocket\"; known features: hostNamespaces, userNamespaces, windows, privileged, hostSockets, hostDevices, mountPropagation, deviceResources, seccomp, appArmor, seLinux, subPath, memoryEmptyDirLimit",

@@ -358,6 +358,77 @@ fn host_namespaces_can_be_allowed() {
     ));
 }
 
+/// `allowedRuntimeClasses`: which classes a pod may name itself. No host
+/// call either way.
+#[test]
+fn allowed_runtime_classes() {
+    let decide_with = |class: &str, settings: Value, metadata: Value| {
+        let cluster = seed_cluster();
+        let d = decide_payload(
+            &request(
+                "Pod",
+                "",
+                "CREATE",
+                json!({"metadata": metadata, "spec": {"containers": containers(), "runtimeClassName": class}}),
+                settings,
+            ),
+            &cluster,
+        );
+        assert!(
+            cluster.queries.borrow().is_empty(),
+            "{class}: asked the cluster"
+        );
+        d
+    };
+    let rejected = |d: &Decision| match d {
+        Decision::Reject { explanation, .. } => explanation.clone(),
+        other => panic!("expected a rejection, got {other:?}"),
+    };
+    let none = json!({});
+    // Absent or null: any class, as before.
+    for settings in [json!({}), json!({"allowedRuntimeClasses": null})] {
+        assert!(leave_text(&decide_with("runc", settings, none.clone())).contains("already sets"));
+    }
+    let list = json!({"allowedRuntimeClasses": ["gvisor"]});
+    assert_eq!(
+        rejected(&decide_with("runc", list.clone(), none.clone())),
+        "runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata, gvisor)"
+    );
+    assert!(
+        leave_text(&decide_with("gvisor", list.clone(), none.clone())).contains("already sets")
+    );
+    // The policy's own class is always allowed, without a warning.
+    assert!(matches!(
+        decide_with("kata", list.clone(), none.clone()),
+        Decision::Leave { warn: false, .. }
+    ));
+    // []: only the policy's own class.
+    let empty = json!({"allowedRuntimeClasses": []});
+    assert_eq!(
+        rejected(&decide_with("gvisor", empty.clone(), none.clone())),
+        "runtimeClassName \"gvisor\" is not allowed (allowedRuntimeClasses: kata)"
+    );
+    // The own class is named once, whatever the list says.
+    let own =
+        json!({"runtimeClassName": "kata-qemu", "allowedRuntimeClasses": ["gvisor", "kata-qemu"]});
+    assert_eq!(
+        rejected(&decide_with("runc", own, none.clone())),
+        "runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata-qemu, gvisor)"
+    );
+    // Mirror pods (the kubelet's static pods) are not refused.
+    let mirror = json!({"annotations": {"kubernetes.io/config.mirror": "x"}});
+    assert!(leave_text(&decide_with("runc", empty.clone(), mirror)).contains("already sets"));
+    // "" is refused by the API server's validation: left for it to refuse,
+    // never given a class, never refused by the policy.
+    for settings in [json!({}), empty] {
+        let d = decide_with("", settings, none.clone());
+        assert!(
+            leave_text(&d).starts_with("runtimeClassName is \"\", which the API server refuses"),
+            "{d:?}"
+        );
+    }
+}
+
 /// A pod Kata cannot run is left unchanged before any host call, whatever
 /// `noFeasibleNode` says, on a cluster where a kata node would fit it.
 #[test]

@@ -70,6 +70,16 @@ overhead: {podFixed: {cpu: 250m, memory: 160Mi}}
 scheduling:
   nodeSelector: {katacontainers.io/kata-runtime: "true"}
 ---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: runc}
+handler: runc
+---
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: zonal-b}
@@ -149,7 +159,8 @@ contexts:
   context: {cluster: local, user: policy-server}
 current-context: local
 EOF
-write_policies '{}'
+SETTINGS='{"allowedRuntimeClasses": ["gvisor"]}'
+write_policies "$SETTINGS"
 start_policy_server
 register_webhook
 log "cluster ready after $(($(date +%s) - T0)) s"
@@ -173,6 +184,11 @@ create_pod() {
   yq_json "$file" | jq -c "$edit" | k -n "$ns" create -f - 2>&1 >/dev/null || true
 }
 get() { k -n "$1" get pod "$2" -o json; }
+# fresh_pod NAME [jq edit]: a plain pod under a new name, kubectl's output on stdout
+fresh_pod() {
+  yq_json tests/cluster/pods/plain.yaml | jq -c ".metadata.name = \"$1\" | ${2:-.}" |
+    k -n $TENANT create -f - 2>&1 >/dev/null || true
+}
 # class_of NAME: the pod's runtimeClassName, "none" without one, "missing"
 # when the pod was not created.
 class_of() {
@@ -346,12 +362,27 @@ out=$(prebound pre-old 0b9d6e11-3c5a-4f2e-8d7b-61a2f0c3e4d5)
   pass "claim UID through the masks: pre-bound by an old UID, left alone: $out" ||
   fail "claim UID through the masks: by an old UID, class $(class_of pre-old): $out"
 
+# allowedRuntimeClasses (gvisor listed): a tenant cannot name runc; the
+# real API server refuses the pod with the policy's message.
+out=$(fresh_pod tenant-runc '.spec.runtimeClassName = "runc"')
+if [[ $(class_of tenant-runc) == missing && $out == *'runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata, gvisor)'* || $out == *'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata, gvisor)'* ]]; then
+  pass "allowedRuntimeClasses: runc refused by the API server: ${out//$'\n'/ }"
+else
+  fail "allowedRuntimeClasses: runc pod: class $(class_of tenant-runc): $out"
+fi
+out=$(fresh_pod tenant-gvisor '.spec.runtimeClassName = "gvisor"')
+[[ $(class_of tenant-gvisor) == gvisor ]] && pass "allowedRuntimeClasses: gvisor admitted as named" ||
+  fail "allowedRuntimeClasses: gvisor pod: $out"
+# runtimeClassName "": the policy leaves it, the API server refuses it
+# (RuntimeClass admission: "resource name may not be empty").
+out=$(fresh_pod tenant-empty '.spec.runtimeClassName = ""')
+if [[ $(class_of tenant-empty) == missing && ($out == *'resource name may not be empty'* || $out == *'runtimeClassName'*'Invalid value'*) ]]; then
+  pass "runtimeClassName \"\": refused by the API server: ${out//$'\n'/ }"
+else
+  fail "runtimeClassName \"\": class $(class_of tenant-empty): $out"
+fi
+
 echo "# faults on the real path"
-# fresh_pod NAME [jq edit]: a plain pod under a new name, kubectl's output on stdout
-fresh_pod() {
-  yq_json tests/cluster/pods/plain.yaml | jq -c ".metadata.name = \"$1\" | ${2:-.}" |
-    k -n $TENANT create -f - 2>&1 >/dev/null || true
-}
 
 # Cordoning every kata node: the next pods follow within the watch latency.
 k cordon worker-1 worker-2 >/dev/null
@@ -416,7 +447,7 @@ fi
 
 # Monitor mode: no mutation.
 stop_one policy-server
-write_policies '{}' monitor
+write_policies "$SETTINGS" monitor
 start_policy_server
 out=$(fresh_pod monitored)
 sleep 1 # the audit log is written asynchronously
