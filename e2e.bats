@@ -126,7 +126,7 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   [ "$status" -eq 0 ]
   allowed true
   no_patch
-  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) had volume node affinity conflict"
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match PersistentVolume's node affinity"
   decision_is unchanged
 }
 

@@ -1275,7 +1275,7 @@ fn a_claim_bound_to_a_zone_without_kata_nodes_keeps_the_pod_off_kata() {
     let d = decide_payload(&pod_request(claim_spec()), &cluster);
     assert_eq!(
         leave_text(&d),
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) had volume node affinity conflict"
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match PersistentVolume's node affinity"
     );
     assert_eq!(
         cluster.queries.take()[..3],

@@ -93,7 +93,9 @@ impl std::fmt::Display for Reason<'_> {
             }
             Reason::TooManyPods => f.write_str("Too many pods"),
             Reason::Insufficient(resource) => write!(f, "Insufficient {resource}"),
-            Reason::VolumeNodeConflict => f.write_str("node(s) had volume node affinity conflict"),
+            Reason::VolumeNodeConflict => {
+                f.write_str("node(s) didn't match PersistentVolume's node affinity")
+            }
             Reason::VolumeBindConflict => {
                 f.write_str("node(s) didn't find available persistent volumes to bind")
             }

@@ -188,7 +188,7 @@ fn verdicts(
 }
 
 const BIND: &str = "node(s) didn't find available persistent volumes to bind";
-const AFFINITY: &str = "node(s) had volume node affinity conflict";
+const AFFINITY: &str = "node(s) didn't match PersistentVolume's node affinity";
 const NO_ZONE: &str = "node(s) had no available volume zone";
 
 fn pass() -> Vec<String> {

@@ -235,11 +235,12 @@ placed() {
 is_kata() { [[ $(k get node "$1" -o jsonpath='{.metadata.labels.katacontainers\.io/kata-runtime}' 2>/dev/null) == true ]]; }
 
 # scenario FILE mutated
-# scenario FILE unchanged WARNING_PART [confirm]
+# scenario FILE unchanged WARNING_PART [confirm SCHEDULER_WORDS]
 #   confirm: the same pod, runtimeClassName set by hand where the webhook
-#   does not look, must be refused by the API server or be unschedulable.
+#   does not look, must be refused by the API server or be unschedulable,
+#   and the answer must contain SCHEDULER_WORDS (the same reason).
 scenario() {
-  local file=tests/cluster/pods/$1.yaml expect=$2 want=${3:-} confirm=${4:-}
+  local file=tests/cluster/pods/$1.yaml expect=$2 want=${3:-} confirm=${4:-} words=${5:-}
   local name=$1 out pod rc where
   out=$(create_pod $TENANT "$file")
   pod=$(get $TENANT "$name" 2>/dev/null) || {
@@ -280,12 +281,16 @@ scenario() {
       by_hand=$(create_pod $BYHAND "$file" '.spec.runtimeClassName = "kata"')
       if k -n $BYHAND get pod "$name" >/dev/null 2>&1; then
         hand_where=$(placed $BYHAND "$name")
-        if [[ $hand_where != unschedulable:* ]]; then
-          fail "$name: with the class set by hand the scheduler placed it on '$hand_where'"
+        if [[ $hand_where != unschedulable:* || $hand_where != *"$words"* ]]; then
+          fail "$name: with the class set by hand, not unschedulable for '$words': '$hand_where'"
           return
         fi
         detail+="; by hand with kata: $hand_where"
       else
+        if [[ $by_hand != *"$words"* ]]; then
+          fail "$name: with the class set by hand, refused without '$words': $by_hand"
+          return
+        fi
         detail+="; by hand with kata: refused: ${by_hand//$'\n'/ }"
       fi
     fi
@@ -295,18 +300,18 @@ scenario() {
 
 echo "# scenarios: each pod through the real webhook, placed by the real scheduler"
 scenario plain mutated
-scenario seed unchanged "didn't match Pod's node affinity/selector" confirm
-scenario zone-b unchanged "didn't match Pod's node affinity/selector" confirm
-scenario selector-conflict unchanged 'requires nodeSelector katacontainers.io/kata-runtime=true' confirm
-scenario taint unchanged "untolerated taint {dedicated: db}" confirm
-scenario overhead unchanged "Insufficient cpu" confirm
-scenario gpu unchanged "Insufficient nvidia.com/pgpu" confirm
-scenario spread unchanged "didn't match pod topology spread constraints (missing required label)" confirm
-scenario zonal-disk unchanged "volume node affinity conflict" confirm
-scenario wffc unchanged "didn't find available persistent volumes to bind" confirm
+scenario seed unchanged "didn't match Pod's node affinity/selector" confirm "didn't match Pod's node affinity/selector"
+scenario zone-b unchanged "didn't match Pod's node affinity/selector" confirm "didn't match Pod's node affinity/selector"
+scenario selector-conflict unchanged 'requires nodeSelector katacontainers.io/kata-runtime=true' confirm 'conflict: runtimeClass.scheduling.nodeSelector'
+scenario taint unchanged "untolerated taint {dedicated: db}" confirm "untolerated taint"
+scenario overhead unchanged "Insufficient cpu" confirm "Insufficient cpu"
+scenario gpu unchanged "Insufficient nvidia.com/pgpu" confirm "Insufficient nvidia.com/pgpu"
+scenario spread unchanged "didn't match pod topology spread constraints (missing required label)" confirm "topology spread constraints (missing required label)"
+scenario zonal-disk unchanged "didn't match PersistentVolume's node affinity" confirm "didn't match PersistentVolume's node affinity"
+scenario wffc unchanged "didn't find available persistent volumes to bind" confirm "didn't find available persistent volumes to bind"
 scenario node-name mutated
 scenario ds-worker mutated
-scenario ds-master unchanged 'the pod can only run on node "master"' confirm
+scenario ds-master unchanged 'the pod can only run on node "master"' confirm "didn't match Pod's node affinity/selector"
 scenario host-network unchanged "(skipPodsUsing: hostNamespaces)"
 scenario docker-agent unchanged "(skipPodsUsing: hostSockets)"
 scenario privileged unchanged "(skipPodsUsing: privileged)"
