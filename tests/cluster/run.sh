@@ -177,16 +177,17 @@ pass() {
   PASSED=$((PASSED + 1))
 }
 
-yq_json() { k create --dry-run=client -o json -f "$1" | jq 'del(.metadata.namespace)'; }
+# manifest_json FILE: the manifest as JSON, without the namespace kubectl adds.
+manifest_json() { k create --dry-run=client -o json -f "$1" | jq 'del(.metadata.namespace)'; }
 # create_pod NS FILE [jq edit] -> kubectl create's stderr (warnings) on stdout
 create_pod() {
   local ns=$1 file=$2 edit=${3:-.}
-  yq_json "$file" | jq -c "$edit" | k -n "$ns" create -f - 2>&1 >/dev/null || true
+  manifest_json "$file" | jq -c "$edit" | k -n "$ns" create -f - 2>&1 >/dev/null || true
 }
 get() { k -n "$1" get pod "$2" -o json; }
 # fresh_pod NAME [jq edit]: a plain pod under a new name, kubectl's output on stdout
 fresh_pod() {
-  yq_json tests/cluster/pods/plain.yaml | jq -c ".metadata.name = \"$1\" | ${2:-.}" |
+  manifest_json tests/cluster/pods/plain.yaml | jq -c ".metadata.name = \"$1\" | ${2:-.}" |
     k -n $TENANT create -f - 2>&1 >/dev/null || true
 }
 # class_of NAME: the pod's runtimeClassName, "none" without one, "missing"
@@ -355,7 +356,7 @@ spec:
       nodeSelectorTerms:
         - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1a]}]
 EOF
-  yq_json tests/cluster/pods/zonal-disk.yaml |
+  manifest_json tests/cluster/pods/zonal-disk.yaml |
     jq -c ".metadata.name = \"$1\" | .spec.volumes[0].persistentVolumeClaim.claimName = \"$1\"" |
     k -n $TENANT create -f - 2>&1 >/dev/null || true
 }
