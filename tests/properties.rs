@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
 use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Resource, Subject, VolumeKind};
+use kata_runtime_policy::compat::Feature;
 use kata_runtime_policy::decision::{Decision, decide_payload};
 use kata_runtime_policy::node::{KeyFilter, parse_node};
 use kata_runtime_policy::pod::PodFacts;
@@ -626,22 +627,6 @@ const FEATURE_USES: [(&str, &str); 24] = [
     ("memoryEmptyDirLimit", "memoryEmptyDirLimit"),
 ];
 
-const FEATURES: [&str; 13] = [
-    "hostNamespaces",
-    "userNamespaces",
-    "windows",
-    "privileged",
-    "hostSockets",
-    "hostDevices",
-    "mountPropagation",
-    "deviceResources",
-    "seccomp",
-    "appArmor",
-    "seLinux",
-    "subPath",
-    "memoryEmptyDirLimit",
-];
-
 /// `object` with one use of a feature added to container `which` (of
 /// containers then init containers).
 fn add_feature_use(object: &mut Value, how: &str, which: prop::sample::Index) {
@@ -783,7 +768,10 @@ proptest! {
     fn a_feature_kata_cannot_run_never_leaves_a_pod_mutated(
         spec in pod_spec(), nodes in nodes(), how in pick(&FEATURE_USES),
         which in any::<prop::sample::Index>(),
-        others in proptest::sample::subsequence(FEATURES.to_vec(), 0..=FEATURES.len()),
+        others in proptest::sample::subsequence(
+            Feature::ALL.map(Feature::name).to_vec(),
+            0..=Feature::ALL.len(),
+        ),
     ) {
         let (how, feature) = how;
         let mut object = pod(spec);

@@ -1031,20 +1031,30 @@ fn an_ephemeral_claim_name_taken_by_another_claim_fails_the_pod() {
     );
 }
 
+/// A node in zone-a and one in zone-b.
+fn zones_a_and_b() -> [Node<'static>; 2] {
+    [
+        host("a", json!({ZONE: "zone-a"})),
+        host("b", json!({ZONE: "zone-b"})),
+    ]
+}
+
+/// A zonal provisioner that only provisions in zone-b, on first consumer.
+fn zonal_b_class() -> Value {
+    allowed(
+        class("zonal-b", "WaitForFirstConsumer", "ebs.csi.aws.com"),
+        ZONE,
+        &["zone-b"],
+    )
+}
+
 /// A StatefulSet claim deleted and created again: its old PV, Released in
 /// zone a, still names it, with the old claim's UID. The scheduler never
 /// binds the new claim there: it provisions in zone b, where no kata node is.
 #[test]
 fn a_recreated_claim_never_inherits_its_namesakes_disk() {
-    let nodes = [
-        host("a", json!({ZONE: "zone-a"})),
-        host("b", json!({ZONE: "zone-b"})),
-    ];
-    let zonal_b = allowed(
-        class("zonal-b", "WaitForFirstConsumer", "ebs.csi.aws.com"),
-        ZONE,
-        &["zone-b"],
-    );
+    let nodes = zones_a_and_b();
+    let zonal_b = zonal_b_class();
     let mut claim = pvc("data-web-0", "zonal-b");
     claim["metadata"]["uid"] = json!("uid-new");
     let old = |claim_ref: Value| {
@@ -1109,15 +1119,8 @@ fn a_pre_bound_claim_binds_only_to_a_volume_that_names_it_by_uid() {
 /// stale claim's UID, is no candidate for it.
 #[test]
 fn a_stale_ephemeral_claims_volume_is_not_pre_bound_to_the_template() {
-    let nodes = [
-        host("a", json!({ZONE: "zone-a"})),
-        host("b", json!({ZONE: "zone-b"})),
-    ];
-    let zonal_b = allowed(
-        class("zonal-b", "WaitForFirstConsumer", "ebs.csi.aws.com"),
-        ZONE,
-        &["zone-b"],
-    );
+    let nodes = zones_a_and_b();
+    let zonal_b = zonal_b_class();
     let mut stale = bound_to(pvc("test-pod-scratch", "zonal-b"), "pv-stale");
     stale["metadata"]["uid"] = json!("uid-stale");
     stale["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Pod",

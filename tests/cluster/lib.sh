@@ -111,7 +111,9 @@ gen_certs() {
   )
 }
 
-# kubeconfig FILE USER CERT KEY
+# kubeconfig FILE USER CREDENTIALS: CREDENTIALS is the user's YAML flow map
+# (client certificate and key, or a token); the CA goes inline, as
+# policy-server's client needs it.
 kubeconfig() {
   cat >"$1" <<EOF
 apiVersion: v1
@@ -123,15 +125,15 @@ clusters:
     certificate-authority-data: $(base64 -w0 <"$D/pki/ca.crt")
 users:
 - name: $2
-  user:
-    client-certificate: $D/pki/$3
-    client-key: $D/pki/$4
+  user: $3
 contexts:
 - name: local
   context: {cluster: local, user: $2}
 current-context: local
 EOF
 }
+# client_cert NAME: the credentials of the client certificate NAME.crt.
+client_cert() { echo "{client-certificate: $D/pki/$1.crt, client-key: $D/pki/$1.key}"; }
 
 start_control_plane() {
   free_port ETCD_PORT 32379
@@ -141,8 +143,8 @@ start_control_plane() {
   free_port PS_PORT 33000
   free_port PS_READY_PORT 38081
   gen_certs
-  kubeconfig "$D/admin.kubeconfig" kubernetes-admin admin.crt admin.key
-  kubeconfig "$D/scheduler.kubeconfig" system:kube-scheduler scheduler.crt scheduler.key
+  kubeconfig "$D/admin.kubeconfig" kubernetes-admin "$(client_cert admin)"
+  kubeconfig "$D/scheduler.kubeconfig" system:kube-scheduler "$(client_cert scheduler)"
   : >"$D/pids"
   cat >"$D/etcd.yaml" <<EOF
 name: cp

@@ -143,22 +143,7 @@ done
 k -n kubewarden create serviceaccount policy-server >/dev/null
 k apply -f examples/rbac.yaml >/dev/null
 TOKEN=$(k -n kubewarden create token policy-server --duration 2h)
-cat >"$D/policy-server.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
-    certificate-authority-data: $(base64 -w0 <"$D/pki/ca.crt")
-users:
-- name: policy-server
-  user: {token: $TOKEN}
-contexts:
-- name: local
-  context: {cluster: local, user: policy-server}
-current-context: local
-EOF
+kubeconfig "$D/policy-server.kubeconfig" policy-server "{token: $TOKEN}"
 SETTINGS='{"allowedRuntimeClasses": ["gvisor"]}'
 write_policies "$SETTINGS"
 start_policy_server
@@ -390,36 +375,35 @@ fi
 
 echo "# faults on the real path"
 
+# until_class PREFIX CLASS: creates plain pods PREFIX-1, PREFIX-2, … until
+# one gets CLASS ("none": no class) or 10 s pass. Sets LAST (the last pod),
+# OUT (kubectl's output for it) and MS (the time taken).
+until_class() {
+  local t i=0
+  t=$(date +%s%N)
+  while :; do
+    i=$((i + 1))
+    LAST=$1-$i
+    OUT=$(fresh_pod "$LAST")
+    [[ $(class_of "$LAST") == "$2" ]] && break
+    (($(date +%s%N) - t < 10000000000)) || break
+    sleep 0.2
+  done
+  MS=$((($(date +%s%N) - t) / 1000000))
+}
+
 # Cordoning every kata node: the next pods follow within the watch latency.
 k cordon worker-1 worker-2 >/dev/null
-t=$(date +%s%N)
-i=0
-while :; do
-  i=$((i + 1))
-  out=$(fresh_pod cordon-$i)
-  [[ $(class_of cordon-$i) == none ]] && break
-  (($(date +%s%N) - t < 10000000000)) || break
-  sleep 0.2
-done
-ms=$((($(date +%s%N) - t) / 1000000))
-if [[ $(class_of cordon-$i) == none && $out == *"unschedulable"* ]]; then
-  pass "cordoned kata nodes: pod $i after ${ms} ms is left alone ($out)"
+until_class cordon none
+if [[ $(class_of "$LAST") == none && $OUT == *"unschedulable"* ]]; then
+  pass "cordoned kata nodes: $LAST after ${MS} ms is left alone ($OUT)"
 else
-  fail "cordoned kata nodes: still mutated after ${ms} ms: $out"
+  fail "cordoned kata nodes: still mutated after ${MS} ms: $OUT"
 fi
 k uncordon worker-1 worker-2 >/dev/null
-t=$(date +%s%N)
-i=0
-while :; do
-  i=$((i + 1))
-  fresh_pod uncordon-$i >/dev/null
-  [[ $(class_of uncordon-$i) == kata ]] && break
-  (($(date +%s%N) - t < 10000000000)) || break
-  sleep 0.2
-done
-ms=$((($(date +%s%N) - t) / 1000000))
-[[ $(class_of uncordon-$i) == kata ]] && pass "uncordoned: kata again after ${ms} ms" ||
-  fail "uncordoned: no kata after ${ms} ms"
+until_class uncordon kata
+[[ $(class_of "$LAST") == kata ]] && pass "uncordoned: kata again after ${MS} ms" ||
+  fail "uncordoned: no kata after ${MS} ms"
 
 # RBAC removed: the access question says no at once; no list hangs.
 k delete clusterrolebinding kata-runtime-policy-reader >/dev/null
