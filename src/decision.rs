@@ -2,20 +2,25 @@
 //! [`Decision`]. No I/O besides the [`Cluster`] trait, so every path is
 //! testable natively with a fake cluster.
 
-use crate::cluster::{Cluster, LookupError, LookupErrorKind};
+use crate::cluster::{Cluster, LookupError, LookupErrorKind, NodeMasks};
 use crate::pod::PodFacts;
 use crate::request::{self, AdmissionRequest};
-use crate::scheduling::Constraints;
-use crate::scheduling::Feasibility;
-use crate::settings::{Outcome, Settings};
+use crate::scheduling::runtime_handler::HandlerNeeds;
+use crate::scheduling::{Broken, Constraints, Feasibility};
+use crate::settings::{HandlerCheck, Outcome, Settings};
 use crate::volumes::{self, PodRef, Refusal};
 use crate::{compat, mutation, runtime_class};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Admit the pod with `spec.runtimeClassName` set: `object` is the raw
-    /// request object with that one member added.
-    Mutate { object: String, explanation: String },
+    /// request object with that one member added. `warn`: tell the user
+    /// (some nodes the pod may land on cannot start it).
+    Mutate {
+        object: String,
+        explanation: String,
+        warn: bool,
+    },
     /// Admit unchanged. `warn`: tell the user (every pod left without Kata).
     Leave { explanation: String, warn: bool },
     /// Refuse the request.
@@ -156,20 +161,22 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         Ok(c) => c,
         Err(refused) => return refused,
     };
+    let constraints = constraints.with_handler(handler_needs(&pod, &rc.handler, settings));
+    let masks = node_masks(constraints.handler());
 
     if let Some(names) = constraints.pinned_nodes() {
-        return pinned::decide(object, settings, cluster, &constraints, &names);
+        return pinned::decide(object, settings, cluster, &constraints, &names, masks);
     }
     if let Err(refused) = may_list_nodes(settings, cluster) {
         return refused;
     }
     let selector = settings.host_label_selector();
-    let node_bytes = match cluster.kata_nodes(selector) {
+    let node_bytes = match cluster.kata_nodes(selector, masks) {
         Ok(bytes) => bytes,
         Err(e) => return lookup_failed(settings, "cannot list kata nodes", &e),
     };
     let (diagnosis, bound_elsewhere) = match constraints.find_feasible(&node_bytes) {
-        Ok(Feasibility::Fits) => return mutate(object, class),
+        Ok(Feasibility::Fits { broken }) => return mutate(object, class, broken),
         Ok(Feasibility::NoneFits {
             diagnosis,
             bound_elsewhere,
@@ -187,6 +194,33 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
         diagnosis.to_string()
     };
     Decision::not_assigned(settings.no_feasible_node, why)
+}
+
+/// What the pod needs of a node's runtime handler, unless
+/// `runtimeHandlerCheck` is off. `handler` is the RuntimeClass's `handler`.
+fn handler_needs(pod: &PodFacts, handler: &str, settings: &Settings) -> Option<HandlerNeeds> {
+    let required = match settings.runtime_handler_check {
+        HandlerCheck::Off => return None,
+        HandlerCheck::Auto => false,
+        HandlerCheck::Required => true,
+    };
+    Some(HandlerNeeds {
+        handler: handler.into(),
+        required,
+        // Reaches here only when `userNamespaces` is not in skipPodsUsing.
+        user_namespaces: pod.runtime.host_users == Some(false),
+        recursive_read_only_mounts: pod.recursive_read_only,
+    })
+}
+
+/// The fixed node query for these needs: the handlers' names for every
+/// pod, their features only for the rare pods that depend on one.
+fn node_masks(needs: Option<&HandlerNeeds>) -> NodeMasks {
+    match needs {
+        None => NodeMasks::Plain,
+        Some(needs) if needs.needs_features() => NodeMasks::HandlerFeatures,
+        Some(_) => NodeMasks::HandlerNames,
+    }
 }
 
 /// A pod that names its RuntimeClass itself keeps it, if
@@ -302,16 +336,28 @@ fn volume_refused(settings: &Settings, user: &str, refusal: Refusal) -> Decision
     }
 }
 
-/// The mutation, once a kata node can run the pod.
-fn mutate(object: &str, class: &str) -> Decision {
+/// The mutation, once a kata node can run the pod. `broken`: nodes the
+/// scheduler may pick too, whose runtime cannot start it.
+fn mutate(object: &str, class: &str, broken: Option<Broken>) -> Decision {
     match mutation::set_runtime_class(object, class) {
-        Ok(object) => Decision::Mutate {
-            object,
-            // Names no node and no count: the search stops at the first
-            // fit, and the host's list order is not stable.
-            explanation: format!(
-                "runtimeClassName {class:?} assigned: a kata node can run this pod"
-            ),
+        Ok(object) => match broken {
+            // Names no node and no count: without broken nodes the search
+            // may stop at the first fit, and the host's list order is not
+            // stable.
+            None => Decision::Mutate {
+                object,
+                explanation: format!(
+                    "runtimeClassName {class:?} assigned: a kata node can run this pod"
+                ),
+                warn: false,
+            },
+            Some(broken) => Decision::Mutate {
+                object,
+                explanation: format!(
+                    "kata runtime assigned, but {broken}: if the scheduler picks one, the pod will not start"
+                ),
+                warn: true,
+            },
         },
         Err(e) => Decision::Reject {
             explanation: format!("cannot mutate the Pod: {e}"),

@@ -206,6 +206,20 @@ impl<'a> Cursor<'a> {
         Ok(key)
     }
 
+    /// Whether the next value (after whitespace) starts with `c`.
+    pub fn peek_is(&mut self, c: u8) -> bool {
+        self.skip_ws();
+        self.peek() == Some(c)
+    }
+
+    /// Skips one value of any kind, validating it, and returns its text.
+    pub fn raw_value(&mut self) -> Result<&'a [u8]> {
+        self.skip_ws();
+        let start = self.pos;
+        self.skip_value()?;
+        Ok(self.bytes.get(start..self.pos).unwrap_or_default())
+    }
+
     /// Skips one object, validating it, and returns its text.
     pub fn raw_object(&mut self) -> Result<&'a [u8]> {
         self.skip_ws();

@@ -149,11 +149,104 @@ impl<'a> Allocatable<'a> {
     }
 }
 
+/// `status.runtimeHandlers`, kept as the raw text of its JSON value
+/// (already checked as JSON) and read only when the runtime-handler check
+/// reaches the node, for the one entry it asks about: kata-deploy nodes
+/// list a dozen handlers, and most nodes of a long list fail an earlier
+/// filter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuntimeHandlers<'a> {
+    raw: Option<&'a [u8]>,
+}
+
+/// What a node reports of one runtime handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerReport {
+    /// The node reports no handlers: the field is absent, null, empty, or
+    /// not a list (an older kubelet or CRI; a malformed list counts as none).
+    Nothing,
+    /// The node reports handlers, and not this one.
+    NotListed,
+    /// The node lists the handler, with these features (a feature that is
+    /// absent or not a boolean is not supported).
+    Listed {
+        user_namespaces: bool,
+        recursive_read_only_mounts: bool,
+    },
+}
+
+impl<'a> RuntimeHandlers<'a> {
+    pub fn from_raw(raw: Option<&'a [u8]>) -> Self {
+        RuntimeHandlers { raw }
+    }
+
+    /// What the node reports of the handler `name`: the first entry whose
+    /// `name` equals it exactly. Entries that are not objects, or whose
+    /// `name` is not a string, are ignored. Reads up to that entry only and
+    /// allocates nothing (unless a name has escapes).
+    pub fn report(&self, name: &str) -> HandlerReport {
+        let Some(raw) = self.raw else {
+            return HandlerReport::Nothing;
+        };
+        if raw.first() != Some(&b'[') {
+            return HandlerReport::Nothing;
+        }
+        let mut found = None;
+        let mut entries = 0usize;
+        // The text was validated when the node was read: a failure here
+        // cannot happen, and would mean "reports nothing".
+        let read = Cursor::new(raw).array(|c| {
+            entries += 1;
+            c.skip_ws();
+            if !c.peek_is(b'{') {
+                c.skip_value()?;
+                return Ok(true);
+            }
+            let mut matches = false;
+            let mut features = (false, false);
+            c.object(|c, key| {
+                match key.as_bytes() {
+                    b"name" if c.peek_is(b'"') => matches = c.string()? == name,
+                    b"features" if c.peek_is(b'{') => {
+                        c.object(|c, key| {
+                            let flag = match key.as_bytes() {
+                                b"userNamespaces" => &mut features.0,
+                                b"recursiveReadOnlyMounts" => &mut features.1,
+                                _ => return c.skip_value(),
+                            };
+                            *flag = c.peek_is(b't') && c.boolean()?;
+                            if !*flag {
+                                c.skip_value()?;
+                            }
+                            Ok(())
+                        })?;
+                    }
+                    _ => c.skip_value()?,
+                }
+                Ok(())
+            })?;
+            if matches {
+                found = Some(HandlerReport::Listed {
+                    user_namespaces: features.0,
+                    recursive_read_only_mounts: features.1,
+                });
+            }
+            Ok(found.is_none())
+        });
+        match (read, found) {
+            (Ok(_), Some(report)) => report,
+            (Ok(_), None) if entries > 0 => HandlerReport::NotListed,
+            _ => HandlerReport::Nothing,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Node<'a> {
     pub metadata: NodeMeta<'a>,
     pub spec: NodeSpec<'a>,
     pub allocatable: Allocatable<'a>,
+    pub runtime_handlers: RuntimeHandlers<'a>,
 }
 
 impl Node<'_> {
@@ -265,6 +358,7 @@ fn read_node<'de>(
     node.spec.taints.clear();
     node.spec.unschedulable = false;
     node.allocatable = Allocatable::default();
+    node.runtime_handlers = RuntimeHandlers::default();
     c.object(|c, key| {
         match key.as_bytes() {
             b"kind" if check_kind => {
@@ -281,8 +375,9 @@ fn read_node<'de>(
             }
             b"status" => {
                 node.allocatable = Allocatable::default();
+                node.runtime_handlers = RuntimeHandlers::default();
                 if !c.eat_null()? {
-                    read_status(c, &mut node.allocatable)?;
+                    read_status(c, &mut node.allocatable, &mut node.runtime_handlers)?;
                 }
             }
             b"spec" => {
@@ -303,12 +398,18 @@ fn read_node<'de>(
     }
 }
 
-/// Reads `status`, keeping the text of `allocatable`.
-fn read_status<'de>(c: &mut Cursor<'de>, allocatable: &mut Allocatable<'de>) -> Result<(), String> {
+/// Reads `status`, keeping the text of `allocatable` and `runtimeHandlers`.
+fn read_status<'de>(
+    c: &mut Cursor<'de>,
+    allocatable: &mut Allocatable<'de>,
+    handlers: &mut RuntimeHandlers<'de>,
+) -> Result<(), String> {
     c.object(|c, key| {
         match key.as_bytes() {
             b"allocatable" if !c.eat_null()? => allocatable.raw = Some(c.raw_object()?),
             b"allocatable" => allocatable.raw = None,
+            // Any JSON value: a list that is not one reports nothing.
+            b"runtimeHandlers" => handlers.raw = Some(c.raw_value()?),
             _ => c.skip_value()?,
         }
         Ok(())

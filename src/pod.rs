@@ -117,6 +117,8 @@ struct RawMount {
     sub_path: Option<String>,
     #[serde(default)]
     sub_path_expr: Option<String>,
+    #[serde(default)]
+    recursive_read_only: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -226,6 +228,11 @@ pub struct PodFacts {
     pub namespace: Option<String>,
     /// The volumes that use PersistentVolumeClaims, in spec order.
     pub claims: Vec<PodVolume>,
+    /// A container, init container or sidecar mounts a volume with
+    /// `recursiveReadOnly: Enabled`: the kubelet then needs the runtime
+    /// handler to support it (`IfPossible` falls back, `Disabled` asks
+    /// nothing).
+    pub recursive_read_only: bool,
 }
 
 impl PodFacts {
@@ -247,6 +254,10 @@ impl PodFacts {
             .map(|o| resource_list(Some(o), "spec.overhead"))
             .transpose()
             .map_err(invalid)?;
+        let recursive_read_only = (spec.containers.iter().flatten())
+            .chain(spec.init_containers.iter().flatten())
+            .flat_map(|c| c.volume_mounts.iter().flatten())
+            .any(|m| m.recursive_read_only.as_deref() == Some("Enabled"));
         let mut spec = spec;
         let runtime = runtime_facts(&mut spec, &resources, meta.annotations.as_ref());
         let claims = spec
@@ -293,6 +304,7 @@ impl PodFacts {
             name: meta.name.filter(|n| !n.is_empty()),
             namespace: meta.namespace.filter(|n| !n.is_empty()),
             claims,
+            recursive_read_only,
         })
     }
 }

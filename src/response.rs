@@ -42,8 +42,8 @@ pub fn warning(text: &str) -> String {
 pub fn render(decision: Decision) -> Vec<u8> {
     let explanation = decision.explanation().to_string();
     let (verdict, accepted, code, mutated, warn) = match decision {
-        Decision::Mutate { object, .. } => match RawValue::from_string(object) {
-            Ok(raw) => ("mutated", true, None, Some(raw), false),
+        Decision::Mutate { object, warn, .. } => match RawValue::from_string(object) {
+            Ok(raw) => ("mutated", true, None, Some(raw), warn),
             // Cannot happen for a valid request object; refuse rather than guess.
             Err(_) => {
                 return render(Decision::Reject {
@@ -85,6 +85,7 @@ mod tests {
         let v = rendered(Decision::Mutate {
             object: r#"{"spec":{"runtimeClassName":"kata"},"n":1.50}"#.into(),
             explanation: "ok".into(),
+            warn: false,
         });
         assert_eq!(v["accepted"], true);
         assert_eq!(
@@ -99,11 +100,27 @@ mod tests {
         assert!(
             String::from_utf8(render(Decision::Mutate {
                 object: r#"{"n":1.50}"#.into(),
-                explanation: String::new()
+                explanation: String::new(),
+                warn: false,
             }))
             .unwrap()
             .contains(r#""mutated_object":{"n":1.50}"#),
             "raw, not re-serialized"
+        );
+    }
+
+    #[test]
+    fn a_mutation_with_broken_nodes_warns() {
+        let v = rendered(Decision::Mutate {
+            object: r#"{"spec":{"runtimeClassName":"kata"}}"#.into(),
+            explanation: "kata runtime assigned, but".into(),
+            warn: true,
+        });
+        assert_eq!(v["audit_annotations"]["decision"], "mutated");
+        assert_eq!(v["warnings"], json!(["kata runtime assigned, but"]));
+        assert_eq!(
+            v["mutated_object"],
+            json!({"spec": {"runtimeClassName": "kata"}})
         );
     }
 

@@ -35,6 +35,32 @@ impl Outcome {
     }
 }
 
+/// How the nodes' own reports of their runtime handlers
+/// (`status.runtimeHandlers`, kubelet ≥ 1.30) are used to tell Kata nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerCheck {
+    /// A node that reports handlers must list the RuntimeClass's handler; a
+    /// node that reports none is judged by its labels.
+    Auto,
+    /// Every node must report the RuntimeClass's handler.
+    Required,
+    /// The field is not read.
+    Off,
+}
+
+impl HandlerCheck {
+    fn parse(setting: &str, value: &Value) -> Result<Self, String> {
+        match value.as_str() {
+            Some("auto") => Ok(HandlerCheck::Auto),
+            Some("required") => Ok(HandlerCheck::Required),
+            Some("off") => Ok(HandlerCheck::Off),
+            _ => Err(format!(
+                "{setting} must be \"auto\", \"required\" or \"off\", got {value}"
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// The RuntimeClass assigned to pods that a Kata node can run.
@@ -65,6 +91,8 @@ pub struct Settings {
     /// Judge the pod's PersistentVolumeClaims (VolumeBinding, VolumeZone);
     /// needs read access to claims, volumes and storage classes.
     pub check_volumes: bool,
+    /// Whether a node must report the RuntimeClass's runtime handler.
+    pub runtime_handler_check: HandlerCheck,
 }
 
 pub const DEFAULT_RUNTIME_CLASS: &str = "kata";
@@ -88,7 +116,7 @@ pub const DEFAULT_HOST_SOCKET_PATHS: [&str; 6] = [
 pub const DEFAULT_HOST_DEVICE_RESOURCES: [&str; 3] =
     ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/*"];
 
-const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes, allowedRuntimeClasses";
+const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes, allowedRuntimeClasses, runtimeHandlerCheck";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -104,6 +132,7 @@ impl Default for Settings {
             policy_server_service_account: DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT.to_string(),
             check_volumes: true,
             allowed_runtime_classes: None,
+            runtime_handler_check: HandlerCheck::Auto,
         }
     }
 }
@@ -137,6 +166,7 @@ impl Settings {
                 "kataNodeSelector" => s.kata_node_selector = string(key, value)?,
                 "noFeasibleNode" => s.no_feasible_node = Outcome::parse(key, value)?,
                 "lookupFailure" => s.lookup_failure = Outcome::parse(key, value)?,
+                "runtimeHandlerCheck" => s.runtime_handler_check = HandlerCheck::parse(key, value)?,
                 "skipHostNamespaces" => {
                     skip_host_namespaces = Some(value.as_bool().ok_or_else(|| {
                         format!("skipHostNamespaces must be true or false, got {value}")
@@ -387,6 +417,35 @@ mod tests {
                 .unwrap()
                 .check_volumes
         );
+    }
+
+    #[test]
+    fn runtime_handler_check_is_auto_required_or_off() {
+        assert_eq!(
+            Settings::default().runtime_handler_check,
+            HandlerCheck::Auto
+        );
+        for (text, check) in [
+            ("auto", HandlerCheck::Auto),
+            ("required", HandlerCheck::Required),
+            ("off", HandlerCheck::Off),
+        ] {
+            let s = Settings::from_value(&json!({ "runtimeHandlerCheck": text })).unwrap();
+            assert_eq!(s.runtime_handler_check, check);
+        }
+        for bad in [
+            json!("Auto"),
+            json!(true),
+            json!(null),
+            json!(["auto"]),
+            json!(""),
+        ] {
+            let e = Settings::from_value(&json!({ "runtimeHandlerCheck": bad })).unwrap_err();
+            assert_eq!(
+                e,
+                format!("runtimeHandlerCheck must be \"auto\", \"required\" or \"off\", got {bad}")
+            );
+        }
     }
 
     #[test]

@@ -12,7 +12,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
-use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Resource, Subject, VolumeKind};
+use kata_runtime_policy::cluster::{
+    Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
+};
 use kata_runtime_policy::compat::Feature;
 use kata_runtime_policy::decision::{Decision, decide_payload};
 use kata_runtime_policy::node::{KeyFilter, parse_node};
@@ -490,10 +492,10 @@ impl Cluster for Selecting {
     fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
     }
-    fn kata_nodes(&self, _: Option<&str>) -> Result<Vec<u8>, LookupError> {
+    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
         Ok(self.list())
     }
-    fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+    fn node(&self, name: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(self
             .nodes
             .iter()
@@ -524,10 +526,10 @@ impl Cluster for Fake {
     fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
     }
-    fn kata_nodes(&self, _: Option<&str>) -> Result<Vec<u8>, LookupError> {
+    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
         Ok(self.nodes.clone())
     }
-    fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+    fn node(&self, name: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         let list: Value = serde_json::from_slice(&self.nodes).unwrap();
         Ok(list["items"]
             .as_array()
@@ -837,7 +839,7 @@ proptest! {
         let listed = constraints(&spec).find_feasible(&list);
         prop_assert_eq!(
             matches!(named, Decision::Mutate { .. }),
-            matches!(listed, Ok(kata_runtime_policy::scheduling::Feasibility::Fits)),
+            matches!(listed, Ok(kata_runtime_policy::scheduling::Feasibility::Fits { .. })),
             "named {:?}, listed {:?}", named, listed
         );
     }

@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use kata_runtime_policy::cluster::{Access, Cluster, LookupError, Resource, Subject, VolumeKind};
+use kata_runtime_policy::cluster::{
+    Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
+};
 // What the node-reader oracle takes from its parent module.
 use kata_runtime_policy::node::{KeyFilter, Node, Scan, Str, scan_node_list};
 use serde::Deserialize;
@@ -49,13 +51,13 @@ impl Cluster for FakeCluster<'_> {
         Ok(Some(self.runtime_class.to_vec()))
     }
 
-    fn kata_nodes(&self, _label_selector: Option<&str>) -> Result<Vec<u8>, LookupError> {
+    fn kata_nodes(&self, _label_selector: Option<&str>, _masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
         Ok(self.nodes.to_vec())
     }
 
     /// A read by name answers the fuzzed node bytes themselves, so that
     /// pinned pods drive the single-node reader with them.
-    fn node(&self, _name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+    fn node(&self, _name: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(Some(self.nodes.to_vec()))
     }
 

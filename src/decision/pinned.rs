@@ -10,10 +10,10 @@
 //! on the API server), and then goes through the same filters.
 
 use super::{Decision, lookup_failed, mutate};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, NodeMasks};
 use crate::labels;
 use crate::node::{KeyFilter, parse_node};
-use crate::scheduling::{Constraints, Diagnosis, Reason, Unfit};
+use crate::scheduling::{Broken, Constraints, Diagnosis, Reason, Unfit};
 use crate::settings::Settings;
 
 pub(super) fn decide(
@@ -22,18 +22,21 @@ pub(super) fn decide(
     cluster: &impl Cluster,
     constraints: &Constraints,
     names: &[String],
+    masks: NodeMasks,
 ) -> Decision {
     let class = settings.runtime_class_name.as_str();
     // Validated with the settings; were it not, it would select no node.
     let selector = labels::parse_selector(&settings.kata_node_selector);
     let mut answers = Vec::with_capacity(names.len());
     for name in names {
-        match cluster.node(name) {
+        match cluster.node(name, masks) {
             Ok(bytes) => answers.push((name, bytes)),
             Err(e) => return lookup_failed(settings, &format!("cannot read node {name:?}"), &e),
         }
     }
     let mut diagnosis = Diagnosis::default();
+    let mut broken = Broken::default();
+    let mut fits = false;
     let mut absent = Vec::new();
     for (name, bytes) in &answers {
         let Some(bytes) = bytes else {
@@ -57,7 +60,12 @@ pub(super) fn decide(
             continue;
         }
         match constraints.check(&node) {
-            Ok(()) => return mutate(object, class),
+            // Without the handler check no other node matters.
+            Ok(()) if constraints.handler().is_none() => return mutate(object, class, None),
+            Ok(()) => {
+                fits = true;
+                broken.pickable += 1;
+            }
             Err(Unfit {
                 first: Reason::Unreadable(why),
                 ..
@@ -67,8 +75,18 @@ pub(super) fn decide(
                     format!("the node from the cluster is not a valid Node: {why}"),
                 );
             }
+            Err(Unfit {
+                first: Reason::Runtime(lack),
+                ..
+            }) => {
+                broken.record(&node, &lack);
+                diagnosis.record(Reason::Runtime(lack).into());
+            }
             Err(unfit) => diagnosis.record(unfit),
         }
+    }
+    if fits {
+        return mutate(object, class, (broken.count() > 0).then_some(broken));
     }
     let pinned = match constraints.node_name() {
         Some(_) => "the pod is bound to node",

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::cluster::{Access, Resource, Subject, VolumeKind};
+use crate::cluster::{Access, NodeMasks, Resource, Subject, VolumeKind};
 use crate::volumes::test_support;
 
 /// A cluster answering from fixed JSON, recording every query it gets.
@@ -25,6 +25,8 @@ struct FakeCluster {
     /// When set, every volume-object read fails with it.
     volume_error: Option<LookupError>,
     queries: RefCell<Vec<String>>,
+    /// The masks of every node query, in order.
+    masks: RefCell<Vec<NodeMasks>>,
 }
 
 impl FakeCluster {
@@ -43,6 +45,7 @@ impl FakeCluster {
             denied_resources: Vec::new(),
             volume_error: None,
             queries: RefCell::default(),
+            masks: RefCell::default(),
         }
     }
     fn with_volume_objects(mut self, objects: Vec<Value>) -> Self {
@@ -64,13 +67,15 @@ impl Cluster for FakeCluster {
             .clone()
             .map(|o| o.map(|v| v.to_string().into_bytes()))
     }
-    fn kata_nodes(&self, selector: Option<&str>) -> Result<Vec<u8>, LookupError> {
+    fn kata_nodes(&self, selector: Option<&str>, masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
+        self.masks.borrow_mut().push(masks);
         self.queries
             .borrow_mut()
             .push(format!("Nodes {selector:?}"));
         self.nodes.clone()
     }
-    fn node(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+    fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
+        self.masks.borrow_mut().push(masks);
         self.queries.borrow_mut().push(format!("Node {name}"));
         let list: Value =
             serde_json::from_slice(self.nodes.as_ref().map_err(Clone::clone)?).unwrap();

@@ -11,6 +11,7 @@ pub mod node_name;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
+pub mod runtime_handler;
 pub mod taint_toleration;
 pub mod volume_binding;
 pub mod volume_zone;
@@ -26,7 +27,9 @@ pub use diagnosis::Diagnosis;
 /// The answer of [`Constraints::find_feasible`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Feasibility<'n> {
-    Fits,
+    /// A node can run the pod. `broken`: nodes the scheduler may pick as
+    /// well, whose runtime cannot start it.
+    Fits { broken: Option<Broken<'n>> },
     NoneFits {
         diagnosis: Diagnosis<'n>,
         bound_elsewhere: Option<String>,
@@ -35,6 +38,7 @@ pub enum Feasibility<'n> {
 use node_affinity::RequiredNodeAffinity;
 use node_resources_fit::{FitMemo, ResourceFit};
 use pod_topology_spread::SpreadLabels;
+use runtime_handler::{HandlerNeeds, Lack};
 use taint_toleration::{NO_EXECUTE, NO_SCHEDULE, first_untolerated};
 use volume_binding::VolumeCheck;
 
@@ -66,6 +70,9 @@ pub enum Reason<'n> {
     VolumeZoneConflict,
     /// A `DoNotSchedule` topology spread constraint names a label the node lacks.
     TopologySpreadLabel,
+    /// Not a scheduler filter: the node passes them all, but its runtime
+    /// cannot start the pod (the kubelet's gates, `runtime_handler`).
+    Runtime(Lack),
     /// Not a scheduling reason: the node's data a filter needs does not
     /// parse. The scan stops with this as the error of the whole answer.
     Unreadable(Arc<str>),
@@ -103,6 +110,7 @@ impl std::fmt::Display for Reason<'_> {
             Reason::TopologySpreadLabel => f.write_str(
                 "node(s) didn't match pod topology spread constraints (missing required label)",
             ),
+            Reason::Runtime(lack) => write!(f, "node(s) {lack}"),
             Reason::Unreadable(why) => f.write_str(why),
         }
     }
@@ -146,6 +154,9 @@ pub struct Constraints {
     resources: ResourceFit,
     volumes: VolumeCheck,
     spread: SpreadLabels,
+    /// The kubelet's runtime-handler gates; `None` with
+    /// `runtimeHandlerCheck: off`.
+    handler: Option<HandlerNeeds>,
     /// The node labels the filters read; a node scan skips all others.
     label_keys: Vec<String>,
 }
@@ -165,6 +176,7 @@ impl Constraints {
             resources: ResourceFit::default(),
             volumes: VolumeCheck::default(),
             spread: SpreadLabels::default(),
+            handler: None,
             label_keys: Vec::new(),
         };
         c.update_keys();
@@ -207,6 +219,17 @@ impl Constraints {
         self.spread = spread;
         self.update_keys();
         self
+    }
+
+    /// Adds the runtime-handler gates, checked after every scheduler filter.
+    pub fn with_handler(mut self, handler: Option<HandlerNeeds>) -> Self {
+        self.handler = handler;
+        self
+    }
+
+    /// The runtime-handler gates, if checked.
+    pub fn handler(&self) -> Option<&HandlerNeeds> {
+        self.handler.as_ref()
     }
 
     fn update_keys(&mut self) {
@@ -269,6 +292,11 @@ impl Constraints {
                 }
             }
         }
+        // Last: the scheduler (or the kubelet's admission) would take the
+        // node, and the sandbox would then fail on it.
+        if let Some(handler) = &self.handler {
+            handler.passes(node).map_err(Reason::Runtime)?;
+        }
         Ok(())
     }
 
@@ -287,10 +315,15 @@ impl Constraints {
     }
 
     /// Whether any node of the host's NodeList can run the pod; if none can,
-    /// why. Nodes are checked as they are parsed and parsing stops at the
-    /// first one that fits: the diagnosis is only needed when none does.
+    /// why. Nodes are checked as they are parsed. Without the handler check,
+    /// parsing stops at the first node that fits: the diagnosis is only
+    /// needed when none does. With it, the whole list is read, to find the
+    /// nodes the scheduler may pick whose runtime cannot start the pod.
     pub fn find_feasible<'n>(&self, node_list: &'n [u8]) -> Result<Feasibility<'n>, String> {
         let mut diagnosis = Diagnosis::default();
+        let mut broken = Broken::default();
+        let mut fits = false;
+        let whole_list = self.handler.is_some();
         let mut named_node_seen = false;
         let mut unreadable = None;
         let mut memo = FitMemo::default();
@@ -298,7 +331,15 @@ impl Constraints {
         let scan = scan_node_list(node_list, labels, |node| {
             named_node_seen |= self.node_name.as_deref() == Some(node.name());
             match self.check_with(node, &mut memo) {
-                Ok(()) => ControlFlow::Break(()),
+                Ok(()) => {
+                    fits = true;
+                    broken.pickable += 1;
+                    if whole_list {
+                        ControlFlow::Continue(())
+                    } else {
+                        ControlFlow::Break(())
+                    }
+                }
                 Err(Unfit {
                     first: Reason::Unreadable(why),
                     ..
@@ -306,6 +347,18 @@ impl Constraints {
                     unreadable = Some(why);
                     ControlFlow::Break(())
                 }
+                Err(Unfit {
+                    first: Reason::Runtime(lack),
+                    ..
+                }) => {
+                    broken.record(node, &lack);
+                    if !fits {
+                        diagnosis.record(Reason::Runtime(lack).into());
+                    }
+                    ControlFlow::Continue(())
+                }
+                // Once a node fits, the diagnosis is never shown.
+                Err(_) if fits => ControlFlow::Continue(()),
                 Err(unfit) => {
                     diagnosis.record(unfit);
                     ControlFlow::Continue(())
@@ -317,14 +370,88 @@ impl Constraints {
                 "the node list from the cluster is not a valid NodeList: {why}"
             ));
         }
-        Ok(match scan {
-            Scan::Stopped => Feasibility::Fits,
-            Scan::Completed => Feasibility::NoneFits {
+        Ok(match (scan, fits) {
+            (Scan::Stopped, _) | (Scan::Completed, true) => Feasibility::Fits {
+                broken: broken.found(),
+            },
+            (Scan::Completed, false) => Feasibility::NoneFits {
                 diagnosis,
                 // `spec.nodeName` names a node that is not in the kata list.
                 bound_elsewhere: self.node_name.clone().filter(|_| !named_node_seen),
             },
         })
+    }
+}
+
+/// The nodes that pass every scheduler filter (the scheduler may pick any
+/// of them) but whose runtime cannot start the pod, found while another
+/// node can: the pod still gets Kata, with a warning naming them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Broken<'n> {
+    /// Nodes that pass every scheduler filter, broken ones included.
+    pub pickable: usize,
+    /// How many broken nodes, by reason.
+    pub lacks: BTreeMap<Lack, usize>,
+    /// The first [`Broken::NAMED`] broken node names in sorted order, so
+    /// that the warning does not depend on the order of the list.
+    pub names: Vec<Cow<'n, str>>,
+}
+
+impl<'n> Broken<'n> {
+    pub const NAMED: usize = 5;
+
+    /// Records a node that passes every filter and fails the handler check.
+    pub fn record(&mut self, node: &Node<'n>, lack: &Lack) {
+        self.pickable += 1;
+        match self.lacks.get_mut(lack) {
+            Some(count) => *count += 1,
+            None => {
+                self.lacks.insert(lack.clone(), 1);
+            }
+        }
+        let name = &node.metadata.name.0;
+        let at = self.names.partition_point(|n| n.as_ref() < name.as_ref());
+        if at < Self::NAMED {
+            self.names.insert(at, name.clone());
+            self.names.truncate(Self::NAMED);
+        }
+    }
+
+    /// How many broken nodes.
+    pub fn count(&self) -> usize {
+        self.lacks.values().sum()
+    }
+
+    fn found(self) -> Option<Self> {
+        (self.count() > 0).then_some(self)
+    }
+}
+
+impl std::fmt::Display for Broken<'_> {
+    /// `1 of 2 kata nodes that can take this pod do not report runtime
+    /// handler "kata-qemu" (kata-broken)`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = self.count();
+        write!(
+            f,
+            "{count} of {} kata nodes that can take this pod ",
+            self.pickable
+        )?;
+        match self.lacks.keys().next() {
+            Some(lack) if self.lacks.len() == 1 => write!(f, "{lack}")?,
+            _ => {
+                f.write_str("cannot start it:")?;
+                for (i, (lack, n)) in self.lacks.iter().enumerate() {
+                    write!(f, "{} {n} {lack}", if i == 0 { "" } else { "," })?;
+                }
+            }
+        }
+        let names: Vec<&str> = self.names.iter().map(|n| n.as_ref()).collect();
+        write!(f, " ({}", names.join(", "))?;
+        if count > names.len() {
+            write!(f, ", and {} more", count - names.len())?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -470,13 +597,13 @@ mod tests {
         let plain = constraints(json!({}));
         assert_eq!(
             plain.find_feasible(complete.as_bytes()),
-            Ok(Feasibility::Fits)
+            Ok(Feasibility::Fits { broken: None })
         );
         // Parsing stops at w1: what follows it is never read.
         let truncated = list(", garbage");
         assert_eq!(
             plain.find_feasible(truncated.as_bytes()),
-            Ok(Feasibility::Fits)
+            Ok(Feasibility::Fits { broken: None })
         );
         let pinned = constraints(json!({"nodeSelector": {"node-role.kubernetes.io/master": ""}}));
         let Ok(Feasibility::NoneFits {
