@@ -22,6 +22,7 @@ use kata_runtime_policy::pod::PodFacts;
 use kata_runtime_policy::scheduling::Constraints;
 use kata_runtime_policy::scheduling::node_resources_fit::ResourceFit;
 use kata_runtime_policy::scheduling::pod_topology_spread::SpreadLabels;
+use kata_runtime_policy::scheduling::runtime_handler::HandlerNeeds;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -51,22 +52,58 @@ fn resource_list(max: usize) -> impl Strategy<Value = Value> {
         .prop_map(|m| json!(m))
 }
 
+/// Runtime handler names a node may report; the RuntimeClass's is "kata".
+const HANDLERS: [&str; 5] = ["", "runc", "kata", "kata-qemu", "kata-clh"];
+
+/// `status.runtimeHandlers`: absent (`Null` here), empty, or a few entries
+/// with random features.
+fn runtime_handlers() -> impl Strategy<Value = Value> {
+    let entry = (pick(&HANDLERS), any::<bool>(), any::<bool>()).prop_map(|(name, u, r)| {
+        json!({"name": name, "features": {"userNamespaces": u, "recursiveReadOnlyMounts": r}})
+    });
+    prop_oneof![
+        2 => Just(Value::Null),
+        1 => Just(json!([])),
+        4 => proptest::collection::vec(entry, 1..4).prop_map(Value::Array),
+    ]
+}
+
 fn node(name: &'static str) -> impl Strategy<Value = Value> {
     let labels = proptest::collection::btree_map(pick(&LABEL_KEYS), pick(&VALUES), 0..4);
     let taint = (pick(&TAINT_KEYS), pick(&VALUES), pick(&EFFECTS[..3]))
         .prop_map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}));
     let taints = proptest::collection::vec(taint, 0..3);
     let allocatable = proptest::option::weighted(0.8, resource_list(5));
-    (labels, taints, any::<bool>(), allocatable).prop_map(
-        move |(labels, taints, unschedulable, allocatable)| {
-            let mut n = json!({"metadata": {"name": name, "labels": labels},
-                   "spec": {"taints": taints, "unschedulable": unschedulable}});
-            if let Some(a) = allocatable {
-                n["status"] = json!({ "allocatable": a });
-            }
-            n
-        },
+    (
+        labels,
+        taints,
+        any::<bool>(),
+        allocatable,
+        runtime_handlers(),
     )
+        .prop_map(
+            move |(labels, taints, unschedulable, allocatable, handlers)| {
+                let mut n = json!({"metadata": {"name": name, "labels": labels},
+                   "spec": {"taints": taints, "unschedulable": unschedulable}});
+                if let Some(a) = allocatable {
+                    n["status"] = json!({ "allocatable": a });
+                }
+                if !handlers.is_null() {
+                    n["status"]["runtimeHandlers"] = handlers;
+                }
+                n
+            },
+        )
+}
+
+/// `node` with a handler list that does not name "kata".
+fn node_without_kata(name: &'static str) -> impl Strategy<Value = Value> {
+    let others = proptest::collection::vec(pick(&["", "runc", "kata-qemu", "kata-clh"]), 1..4);
+    (node(name), others).prop_map(|(mut n, others)| {
+        let entries: Vec<Value> = others.iter().map(|h| json!({"name": h})).collect();
+        n["status"]["runtimeHandlers"] = Value::Array(entries);
+        n
+    })
 }
 
 fn nodes() -> impl Strategy<Value = Vec<Value>> {
@@ -836,12 +873,59 @@ proptest! {
             "settings": {"kataNodeSelector": "katacontainers.io/kata-runtime"}});
         let named = decide_payload(payload.to_string().as_bytes(), &cluster);
         let list = cluster.list();
-        let listed = constraints(&spec).find_feasible(&list);
+        let needs = HandlerNeeds {
+            handler: "kata".into(),
+            required: false,
+            user_namespaces: false,
+            recursive_read_only_mounts: false,
+        };
+        let listed = constraints(&spec).with_handler(Some(needs)).find_feasible(&list);
         prop_assert_eq!(
             matches!(named, Decision::Mutate { .. }),
             matches!(listed, Ok(kata_runtime_policy::scheduling::Feasibility::Fits { .. })),
             "named {:?}, listed {:?}", named, listed
         );
+    }
+
+    /// A node whose runtime reports handlers, none of them the class's, is
+    /// never a Kata node: with no other node, no pod gets Kata.
+    #[test]
+    fn no_node_reporting_the_handler_means_no_mutation(
+        spec in pod_spec(),
+        nodes in proptest::collection::vec(node_without_kata("n"), 0..4),
+        check in pick(&["auto", "required"]),
+    ) {
+        let nodes: Vec<Value> = nodes.into_iter().enumerate().map(|(i, mut n)| {
+            n["metadata"]["name"] = json!(format!("n{i}"));
+            n
+        }).collect();
+        let d = decide_with(&pod(spec.clone()), &nodes, json!({"runtimeHandlerCheck": check}));
+        prop_assert!(!matches!(d, Decision::Mutate { .. }), "{:?}", d);
+        // Off ignores the field: the decision is the one without it.
+        let bare: Vec<Value> = nodes.iter().cloned().map(|mut n| {
+            n["status"].as_object_mut().unwrap().remove("runtimeHandlers");
+            n
+        }).collect();
+        let off = json!({"runtimeHandlerCheck": "off"});
+        prop_assert_eq!(
+            decide_with(&pod(spec.clone()), &nodes, off.clone()),
+            decide_with(&pod(spec), &bare, off)
+        );
+    }
+
+    #[test]
+    fn adding_a_node_that_lacks_the_handler_never_gives_kata(
+        spec in pod_spec(), nodes in nodes(), extra in node_without_kata("extra"),
+        at in any::<prop::sample::Index>(), check in pick(&["auto", "required"]),
+    ) {
+        let settings = json!({"runtimeHandlerCheck": check});
+        let before = decide_with(&pod(spec.clone()), &nodes, settings.clone());
+        let mut more = nodes.clone();
+        more.insert(at.index(nodes.len() + 1), extra);
+        let after = decide_with(&pod(spec), &more, settings);
+        if !matches!(before, Decision::Mutate { .. }) {
+            prop_assert!(!matches!(after, Decision::Mutate { .. }), "{:?} then {:?}", before, after);
+        }
     }
 
     #[test]

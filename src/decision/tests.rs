@@ -1406,3 +1406,5 @@ fn a_refused_volume_read_names_the_permission_and_the_setting() {
             .contains(&"List PersistentVolume".to_string())
     );
 }
+
+mod handlers;

@@ -193,17 +193,45 @@ EOF
 
 k() { "$KUBECTL" --kubeconfig "$D/admin.kubeconfig" "$@"; }
 
-# node NAME LABELS_JSON ALLOCATABLE_JSON [TAINTS_JSON]: a Ready node without
-# a kubelet (status through the subresource; the not-ready taint that
-# admission adds removed).
+# node NAME LABELS_JSON ALLOCATABLE_JSON [TAINTS_JSON [HANDLERS_JSON]]: a
+# Ready node without a kubelet (status through the subresource; the
+# not-ready taint that admission adds removed), its runtime handlers
+# written after allocatable and conditions (see handlers).
 node() {
-  local name=$1 labels=$2 alloc=$3 taints=${4:-[]}
+  local name=$1 labels=$2 alloc=$3 taints=${4:-[]} rh=${5:-}
   jq -n --arg n "$name" --argjson l "$labels" --argjson t "$taints" \
     '{apiVersion:"v1",kind:"Node",metadata:{name:$n,labels:($l + {"kubernetes.io/hostname":$n,"kubernetes.io/os":"linux"})},spec:{taints:$t}}' |
     k create -f - >/dev/null
   k patch node "$name" --subresource=status --type=merge -p "$(jq -n --argjson a "$alloc" \
     '{status:{allocatable:$a,capacity:$a,conditions:[{type:"Ready",status:"True",reason:"KubeletReady",message:"fake",lastHeartbeatTime:(now|todate),lastTransitionTime:(now|todate)}]}}')" >/dev/null
+  [[ -z $rh ]] || handlers "$name" "$rh"
   k taint node "$name" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+}
+
+# handlers NAME HANDLERS_JSON: the node's status.runtimeHandlers, as the
+# kubelet publishes them, through the status subresource. A JSON merge patch
+# replaces only the keys it names, so allocatable and conditions stay, and a
+# later merge patch of those leaves the handlers (handlers_kept checks). Read
+# back at once: an API server that drops the field (its feature gates off)
+# stops the suite here rather than turning every handler check into a
+# labels-only one.
+declare -gA HANDLERS_SET=()
+handlers() {
+  local name=$1 want got
+  want=$(jq -cS . <<<"$2")
+  k patch node "$name" --subresource=status --type=merge -p "{\"status\":{\"runtimeHandlers\":$want}}" >/dev/null
+  got=$(k get node "$name" -o json | jq -cS '.status.runtimeHandlers')
+  [[ $got == "$want" ]] || die "node $name: status.runtimeHandlers reads back as $got after writing $want"
+  HANDLERS_SET[$name]=$want
+}
+# handlers_kept NODE...: the nodes whose status.runtimeHandlers no longer read
+# as handlers wrote them, "name: now" each; nothing when all are kept.
+handlers_kept() {
+  local name got
+  for name in "$@"; do
+    got=$(k get node "$name" -o json | jq -cS '.status.runtimeHandlers')
+    [[ $got == "${HANDLERS_SET[$name]}" ]] || echo "$name: $got"
+  done
 }
 
 # The policy as the Kubewarden controller registers a ClusterAdmissionPolicy

@@ -55,11 +55,18 @@ KATA='"katacontainers.io/kata-runtime":"true"'
 ZONE_A='"topology.kubernetes.io/zone":"eu-west-1a","topology.kubernetes.io/region":"eu-west-1"'
 ZONE_B='"topology.kubernetes.io/zone":"eu-west-1b","topology.kubernetes.io/region":"eu-west-1"'
 SMALL='{"cpu":"8","memory":"32Gi","pods":"110"}'
-node worker-1 "{$KATA,$ZONE_A}" "$SMALL"
-node worker-2 "{$KATA,$ZONE_A}" "$SMALL" '[{"key":"dedicated","value":"db","effect":"NoSchedule"}]'
+# status.runtimeHandlers as containerd 2 publishes them through the kubelet
+# (Kubernetes >= 1.30): the default handler (""), runc, and kata where
+# kata-deploy configured it. The RuntimeClass below names handler "kata".
+HF='{"recursiveReadOnlyMounts":true,"userNamespaces":true}'
+KATA_HANDLERS="[{\"name\":\"\",\"features\":$HF},{\"name\":\"kata\",\"features\":$HF},{\"name\":\"runc\",\"features\":$HF}]"
+RUNC_HANDLERS="[{\"name\":\"\",\"features\":$HF},{\"name\":\"runc\",\"features\":$HF}]"
+node worker-1 "{$KATA,$ZONE_A}" "$SMALL" '[]' "$KATA_HANDLERS"
+node worker-2 "{$KATA,$ZONE_A}" "$SMALL" '[{"key":"dedicated","value":"db","effect":"NoSchedule"}]' "$KATA_HANDLERS"
 node master "{\"node-role.kubernetes.io/master\":\"\",$ZONE_A}" '{"cpu":"4","memory":"16Gi","pods":"110"}' \
-  '[{"key":"node-role.kubernetes.io/master","effect":"NoSchedule"}]'
-node worker-3 "{$ZONE_B,\"example.com/rack\":\"r1\"}" '{"cpu":"16","memory":"64Gi","pods":"110","nvidia.com/pgpu":"4"}'
+  '[{"key":"node-role.kubernetes.io/master","effect":"NoSchedule"}]' "$RUNC_HANDLERS"
+node worker-3 "{$ZONE_B,\"example.com/rack\":\"r1\"}" '{"cpu":"16","memory":"64Gi","pods":"110","nvidia.com/pgpu":"4"}' \
+  '[]' "$RUNC_HANDLERS"
 
 k apply -f - >/dev/null <<'EOF'
 apiVersion: node.k8s.io/v1
@@ -220,14 +227,17 @@ placed() {
 }
 is_kata() { [[ $(k get node "$1" -o jsonpath='{.metadata.labels.katacontainers\.io/kata-runtime}' 2>/dev/null) == true ]]; }
 
-# scenario FILE mutated
+# scenario FILE mutated [WARNING_PART]
 # scenario FILE unchanged WARNING_PART [confirm SCHEDULER_WORDS]
+# scenario FILE unchanged WARNING_PART [binds NODE]
 #   confirm: the same pod, runtimeClassName set by hand where the webhook
 #   does not look, must be refused by the API server or be unschedulable,
 #   and the answer must contain SCHEDULER_WORDS (the same reason).
+#   binds: the same pod by hand is bound to NODE: the scheduler alone would
+#   have picked the node the policy turned down (the kubelet's gates).
 scenario() {
   local file=tests/cluster/pods/$1.yaml expect=$2 want=${3:-} confirm=${4:-} words=${5:-}
-  local name=$1 out pod rc where
+  local name=$1 out pod rc where by_hand hand_where
   out=$(create_pod $TENANT "$file")
   pod=$(get $TENANT "$name" 2>/dev/null) || {
     fail "$name: not created: $out"
@@ -251,7 +261,11 @@ scenario() {
       fail "$name: mutated but placed on '$where', not a kata node"
       return
     fi
-    pass "$name: mutated, overhead and node selector merged, placed on kata node $where"
+    if [[ $out != *"$want"* ]]; then
+      fail "$name: mutated, but kubectl's output lacks '$want': $out"
+      return
+    fi
+    pass "$name: mutated, overhead and node selector merged, placed on kata node $where${want:+, with the warning}"
   else
     if [[ -n $rc ]]; then
       fail "$name: expected no class, got '$rc'"
@@ -262,8 +276,15 @@ scenario() {
       return
     fi
     local detail="left alone with the warning, placed: $where"
-    if [[ $confirm == confirm ]]; then
-      local by_hand hand_where
+    if [[ $confirm == binds ]]; then
+      create_pod $BYHAND "$file" '.spec.runtimeClassName = "kata"' >/dev/null
+      hand_where=$(placed $BYHAND "$name")
+      if [[ $hand_where != "$words" ]]; then
+        fail "$name: with the class set by hand, placed '$hand_where', not on $words"
+        return
+      fi
+      detail+="; by hand with kata: bound to $hand_where"
+    elif [[ $confirm == confirm ]]; then
       by_hand=$(create_pod $BYHAND "$file" '.spec.runtimeClassName = "kata"')
       if k -n $BYHAND get pod "$name" >/dev/null 2>&1; then
         hand_where=$(placed $BYHAND "$name")
@@ -372,6 +393,102 @@ if [[ $(class_of tenant-empty) == missing && ($out == *'resource name may not be
 else
   fail "runtimeClassName \"\": class $(class_of tenant-empty): $out"
 fi
+
+echo "# runtime handlers: status.runtimeHandlers through policy-server's field masks"
+# More kata nodes, each pool behind its own label and taint, so that the pods
+# above never count them and the pods below can use only their pool:
+#   kata-lone (pool lone): labelled for Kata, its runtime reports "" and runc,
+#     not the class's handler "kata" (kata-deploy's label without the runtime);
+#   kata-good and kata-broken (pool pair): both pass every filter, one reports
+#     kata, one does not.
+# Each is built whole (status, handlers, no not-ready taint) before the Kata
+# label puts it in the policy's node list, so policy-server's watch-fed cache
+# never holds it without its handlers.
+pool_node() { # NAME POOL HANDLERS_JSON
+  node "$1" "{\"example.com/pool\":\"$2\",$ZONE_A}" '{"cpu":"4","memory":"16Gi","pods":"110"}' \
+    "[{\"key\":\"example.com/pool\",\"value\":\"$2\",\"effect\":\"NoSchedule\"}]" "$3"
+  k label node "$1" katacontainers.io/kata-runtime=true >/dev/null
+}
+# until_cached FILE WORDS: server-side dry runs of the pod (admitted by the
+# webhook, stored nowhere) until the warning has WORDS (at most 10 s): the
+# node labelled last has reached policy-server's cache, and with it every
+# earlier one (one watch, in order).
+until_cached() {
+  local t
+  t=$(date +%s%N)
+  until manifest_json "$1" | k -n $TENANT create --dry-run=server -f - 2>&1 >/dev/null | grep -qF "$2"; do
+    (($(date +%s%N) - t < 10000000000)) || break
+    sleep 0.2
+  done
+  log "$(basename "$1" .yaml): the pool reached policy-server after $((($(date +%s%N) - t) / 1000000)) ms"
+}
+
+HANDLER='runtime handler "kata"'
+# The only kata node the pod can use is labelled, but its runtime lacks the
+# handler: left alone (on it the pod would fail FailedCreatePodSandBox), and
+# the scheduler, which never reads runtimeHandlers, binds the same pod set
+# by hand to it.
+pool_node kata-lone lone "$RUNC_HANDLERS"
+until_cached tests/cluster/pods/handler-missing.yaml "do not report"
+scenario handler-missing unchanged "kata runtime not assigned: 0/3 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) do not report $HANDLER, 1 node(s) had untolerated taint {dedicated: db}" \
+  binds kata-lone
+
+pool_node kata-good pair "$KATA_HANDLERS"
+pool_node kata-broken pair "$RUNC_HANDLERS"
+until_cached tests/cluster/pods/handler-pair.yaml "(kata-broken)"
+PAIR_WARNING="kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report $HANDLER (kata-broken): if the scheduler picks one, the pod will not start"
+scenario handler-pair mutated "Warning: $PAIR_WARNING"
+# The same warning is the audit reason; the decision stays mutated.
+audit=""
+for _ in $(seq 1 25); do
+  audit=$(jq -c 'select(.objectRef.namespace == "tenant" and .objectRef.name == "handler-pair" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
+  [[ -z $audit ]] || break
+  sleep 0.2
+done
+if [[ $(jq -r '.["clusterwide-kata-runtime-policy.kubewarden.admission/decision"]' <<<"${audit:-null}") == mutated &&
+  $(jq -r '.["clusterwide-kata-runtime-policy.kubewarden.admission/reason"]' <<<"${audit:-null}") == "$PAIR_WARNING" ]]; then
+  pass "handler-pair: audit decision mutated, the warning as the reason"
+else
+  fail "handler-pair: audit annotations: $audit"
+fi
+# A recursiveReadOnly: Enabled mount: the second query (mask
+# status.runtimeHandlers, features kept, a cache of its own) must show
+# kata-good's features.recursiveReadOnlyMounts; pruned to names, kata-good
+# would fail too and the pod would be left alone.
+scenario handler-rro mutated "Warning: $PAIR_WARNING"
+
+# The names mask prunes the features: what the host hands the policy, seen
+# in a session kwctl (the same policy-evaluator as policy-server) records
+# against this API server.
+jq -n --argjson pod "$(manifest_json tests/cluster/pods/handler-pair.yaml)" --arg ns $TENANT \
+  '{uid:"6d1f3a52-9e0b-4c7e-8a41-000000000001",kind:{group:"",version:"v1",kind:"Pod"},resource:{group:"",version:"v1",resource:"pods"},
+    name:$pod.metadata.name,namespace:$ns,operation:"CREATE",userInfo:{username:"kubernetes-admin",groups:["system:masters"]},
+    object:($pod | .metadata.namespace = $ns),oldObject:null,dryRun:false}' >"$D/handler-pair-request.json"
+# list_payload SESSION MASK: the NodeList answered to the list whose field
+# masks include MASK (the session is YAML; the payload a single-quoted line).
+list_payload() {
+  awk -v mask="    - $2" '/^- type: /{hit=0} $0 == mask {hit=1}
+    hit && /^    payload: /{sub(/^    payload: \047/, ""); sub(/\047$/, ""); gsub(/\047\047/, "\047"); print; exit}' "$1"
+}
+out=$(KUBECONFIG=$D/admin.kubeconfig "$KWCTL" run --allow-context-aware --settings-json "$SETTINGS" \
+  --record-host-capabilities-interactions "$D/handler-pair-session.yml" -r "$D/handler-pair-request.json" \
+  "$POLICY_FILE" 2>"$D/kwctl-run.log" || true)
+names=$(list_payload "$D/handler-pair-session.yml" status.runtimeHandlers.name |
+  jq -c '[.items[] | select(.metadata.name | startswith("kata-")) | {(.metadata.name): .status.runtimeHandlers}] | add' 2>/dev/null || true)
+stored=$(k get nodes kata-lone kata-good kata-broken -o json | jq -c '[.items[].status.runtimeHandlers[] | has("features")] | all')
+want_names='{"kata-broken":[{"name":""},{"name":"runc"}],"kata-good":[{"name":""},{"name":"kata"},{"name":"runc"}],"kata-lone":[{"name":""},{"name":"runc"}]}'
+if [[ $stored == true && $(jq -cS . <<<"${names:-null}") == "$want_names" &&
+  $(jq -r '.warnings[0]' <<<"${out:-null}" 2>/dev/null) == "$PAIR_WARNING" ]]; then
+  pass "mask status.runtimeHandlers.name: every entry kept, its features pruned ($names); kwctl's answer the same as policy-server's"
+else
+  fail "mask status.runtimeHandlers.name: features stored: $stored; the host's answer: ${names:-none (see $D/kwctl-run.log)}; kwctl: $out"
+fi
+
+kept=$(handlers_kept worker-1 worker-2 master worker-3 kata-lone kata-good kata-broken)
+[[ -z $kept ]] && pass "runtimeHandlers: every node's still as written, after every status write of the suite" ||
+  fail "runtimeHandlers rewritten: $kept"
+# Back to the four nodes the faults below expect.
+k delete node kata-lone kata-good kata-broken >/dev/null
 
 echo "# faults on the real path"
 
