@@ -3,12 +3,13 @@
 
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 
-use crate::cluster::{Cluster, HostCluster};
+use crate::cluster::{Cluster, HostCluster, NodeMasks};
 use crate::request;
-use crate::settings::Settings;
+use crate::settings::{HandlerCheck, Settings};
 
 pub fn register() {
     guest::register_function("bench_floor", floor);
+    guest::register_function("bench_floor_features", floor_features);
     guest::register_function("bench_memory_size", memory_size);
     guest::register_function("bench_transfer", transfer);
 }
@@ -18,7 +19,7 @@ pub fn register() {
 fn transfer(payload: &[u8]) -> CallResult {
     let settings = settings(payload);
     let bytes = HostCluster
-        .kata_nodes(settings.host_label_selector())
+        .kata_nodes(settings.host_label_selector(), masks(&settings, false))
         .map_err(|e| e.message)?;
     Ok(bytes.len().to_string().into_bytes())
 }
@@ -31,13 +32,33 @@ fn settings(payload: &[u8]) -> Settings {
         .unwrap_or_default()
 }
 
-/// The floor: the same node query the policy makes for this payload's
-/// settings, with the answer only validated as JSON. What any policy that
-/// reads the node list pays at least.
+/// The node query the policy makes under these settings: for a pod that
+/// needs no handler feature, or (`features`) for one that does.
+fn masks(settings: &Settings, features: bool) -> NodeMasks {
+    match settings.runtime_handler_check {
+        HandlerCheck::Off => NodeMasks::Plain,
+        _ if features => NodeMasks::HandlerFeatures,
+        _ => NodeMasks::HandlerNames,
+    }
+}
+
+/// The floor: the same node query the policy makes for a plain pod under
+/// this payload's settings (the same field masks), with the answer only
+/// validated as JSON. What any policy that reads the node list pays at least.
 fn floor(payload: &[u8]) -> CallResult {
+    validated(payload, false)
+}
+
+/// The floor of the query for pods that need a handler feature (whole
+/// `status.runtimeHandlers` entries).
+fn floor_features(payload: &[u8]) -> CallResult {
+    validated(payload, true)
+}
+
+fn validated(payload: &[u8], features: bool) -> CallResult {
     let settings = settings(payload);
     let bytes = HostCluster
-        .kata_nodes(settings.host_label_selector())
+        .kata_nodes(settings.host_label_selector(), masks(&settings, features))
         .map_err(|e| e.message)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)?;
     Ok(b"{}".to_vec())

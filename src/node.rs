@@ -204,10 +204,16 @@ impl<'a> RuntimeHandlers<'a> {
             }
             let mut matches = false;
             let mut features = (false, false);
+            // A repeated key overrides the earlier one, as in serde_json.
             c.object(|c, key| {
                 match key.as_bytes() {
                     b"name" if c.peek_is(b'"') => matches = c.string()? == name,
+                    b"name" => {
+                        matches = false;
+                        c.skip_value()?;
+                    }
                     b"features" if c.peek_is(b'{') => {
+                        features = (false, false);
                         c.object(|c, key| {
                             let flag = match key.as_bytes() {
                                 b"userNamespaces" => &mut features.0,
@@ -220,6 +226,10 @@ impl<'a> RuntimeHandlers<'a> {
                             }
                             Ok(())
                         })?;
+                    }
+                    b"features" => {
+                        features = (false, false);
+                        c.skip_value()?;
                     }
                     _ => c.skip_value()?,
                 }

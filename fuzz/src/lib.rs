@@ -7,7 +7,7 @@ use kata_runtime_policy::cluster::{
     Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
 };
 // What the node-reader oracle takes from its parent module.
-use kata_runtime_policy::node::{KeyFilter, Node, Scan, Str, scan_node_list};
+use kata_runtime_policy::node::{HandlerReport, KeyFilter, Node, Scan, Str, scan_node_list};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -51,7 +51,11 @@ impl Cluster for FakeCluster<'_> {
         Ok(Some(self.runtime_class.to_vec()))
     }
 
-    fn kata_nodes(&self, _label_selector: Option<&str>, _masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
+    fn kata_nodes(
+        &self,
+        _label_selector: Option<&str>,
+        _masks: NodeMasks,
+    ) -> Result<Vec<u8>, LookupError> {
         Ok(self.nodes.to_vec())
     }
 
@@ -61,7 +65,12 @@ impl Cluster for FakeCluster<'_> {
         Ok(Some(self.nodes.to_vec()))
     }
 
-    fn may(&self, _subject: &Subject, _verb: &str, _resource: Resource) -> Result<Access, LookupError> {
+    fn may(
+        &self,
+        _subject: &Subject,
+        _verb: &str,
+        _resource: Resource,
+    ) -> Result<Access, LookupError> {
         Ok(Access {
             allowed: true,
             reason: None,

@@ -162,9 +162,11 @@ fn the_reader_agrees_with_serde() {
           "annotations":{"note":"x, y: [z]","n":"1.5e3"}},
          "spec":{"taints":[{"key":"t","value":"1","effect":"NoSchedule","timeAdded":"2026-01-01T00:00:00Z"},{"key":"u","effect":"NoExecute","value":null}],
                  "unschedulable":false,"podCIDRs":["10.0.0.0/24"]},"status":{"images":[{"names":["i"],"sizeBytes":12345678901234567890}],"x":[true,false,null,-0.5e-3],
-          "allocatable":{"cpu":"15900m","memory":"64Gi","nvidia.com/gpu":"4","pods":"110","hugepages-2Mi":"0"}}},
-        {"status":{"allocatable":{"cpu":"1"}},"metadata":{"name":"b","labels":null},"spec":null},
-        {"metadata":{"name":"c"},"spec":{"taints":null,"unschedulable":true},"status":{"allocatable":null}}]}"#;
+          "allocatable":{"cpu":"15900m","memory":"64Gi","nvidia.com/gpu":"4","pods":"110","hugepages-2Mi":"0"},
+          "runtimeHandlers":[{"name":"","features":{"userNamespaces":true}},7,{"name":null},
+            {"name":"kata-qemu","features":{"recursiveReadOnlyMounts":true,"userNamespaces":"yes"}},{"name":"kat\u0061"}]}},
+        {"status":{"allocatable":{"cpu":"1"},"runtimeHandlers":"runc"},"metadata":{"name":"b","labels":null},"spec":null},
+        {"metadata":{"name":"c"},"spec":{"taints":null,"unschedulable":true},"status":{"allocatable":null,"runtimeHandlers":[]}}]}"#;
     let filters: [Option<Vec<String>>; 3] = [
         None,
         Some(vec!["zone".into(), "cpu".into()]),
@@ -191,6 +193,34 @@ fn the_reader_agrees_with_serde() {
     }
     let (complete, _) = serde_oracle::with_reader(base.as_bytes(), None, usize::MAX);
     assert_eq!(complete, Ok(Scan::Completed), "the base document is valid");
+    let (_, nodes) = serde_oracle::with_reader(base.as_bytes(), None, usize::MAX);
+    let listed = |userns, rro| {
+        Some(HandlerReport::Listed {
+            user_namespaces: userns,
+            recursive_read_only_mounts: rro,
+        })
+    };
+    // kata, kata-qemu, runc, "": an escaped name, a feature that is not a
+    // boolean, a handler not listed, junk entries skipped.
+    assert_eq!(
+        nodes[0].handlers,
+        [
+            listed(false, false),
+            listed(false, true),
+            Some(HandlerReport::NotListed),
+            listed(true, false)
+        ]
+    );
+    assert_eq!(
+        nodes[1].handlers,
+        [Some(HandlerReport::Nothing); 4],
+        "not a list"
+    );
+    assert_eq!(
+        nodes[2].handlers,
+        [Some(HandlerReport::Nothing); 4],
+        "empty"
+    );
     for text in &inputs {
         for filter in &filters {
             for stop_after in [usize::MAX, 1, 2] {

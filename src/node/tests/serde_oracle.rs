@@ -11,7 +11,10 @@ use std::ops::ControlFlow;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{KeyFilter, Node, Scan, scan_node_list};
+use super::{HandlerReport, KeyFilter, Node, Scan, scan_node_list};
+
+/// The handlers whose reports the readers are compared on.
+pub const HANDLER_NAMES: [&str; 4] = ["kata", "kata-qemu", "runc", ""];
 
 /// What a reader saw of one node, owned, to compare readers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,6 +26,8 @@ pub struct Seen {
     pub unschedulable: bool,
     /// The text of `status.allocatable`.
     pub allocatable: Option<String>,
+    /// What the node reports of each of [`HANDLER_NAMES`].
+    pub handlers: [Option<HandlerReport>; 4],
 }
 
 impl Seen {
@@ -48,7 +53,38 @@ impl Seen {
                 .allocatable
                 .raw()
                 .map(|r| String::from_utf8_lossy(r).into_owned()),
+            handlers: HANDLER_NAMES.map(|h| Some(node.runtime_handlers.report(h))),
         }
+    }
+}
+
+/// What a node reports of `name`, from `status.runtimeHandlers` read as a
+/// `serde_json::Value`: the rules of `RuntimeHandlers::report`, written
+/// out plainly.
+pub fn report_model(handlers: Option<&serde_json::Value>, name: &str) -> HandlerReport {
+    let Some(entries) = handlers
+        .and_then(|h| h.as_array())
+        .filter(|e| !e.is_empty())
+    else {
+        return HandlerReport::Nothing;
+    };
+    let entry = entries
+        .iter()
+        .filter_map(|e| e.as_object())
+        .find(|e| e.get("name").and_then(|n| n.as_str()) == Some(name));
+    let Some(entry) = entry else {
+        return HandlerReport::NotListed;
+    };
+    let feature = |key: &str| {
+        entry
+            .get("features")
+            .and_then(|f| f.as_object())
+            .and_then(|f| f.get(key))
+            == Some(&serde_json::Value::Bool(true))
+    };
+    HandlerReport::Listed {
+        user_namespaces: feature("userNamespaces"),
+        recursive_read_only_mounts: feature("recursiveReadOnlyMounts"),
     }
 }
 
@@ -172,7 +208,10 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         f.write_str("a Node")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
-        let mut seen = Seen::default();
+        let mut seen = Seen {
+            handlers: HANDLER_NAMES.map(|h| Some(report_model(None, h))),
+            ..Seen::default()
+        };
         let mut has_metadata = false;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
@@ -201,6 +240,8 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                         return Err(de::Error::custom("allocatable is not an object"));
                     }
                     seen.allocatable = raw;
+                    let handlers = status.runtime_handlers.as_ref();
+                    seen.handlers = HANDLER_NAMES.map(|h| Some(report_model(handlers, h)));
                 }
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
@@ -236,6 +277,9 @@ struct Taint {
 struct Status {
     #[serde(default)]
     allocatable: Option<Box<serde_json::value::RawValue>>,
+    /// `null` and absent both read as `None`.
+    #[serde(rename = "runtimeHandlers", default)]
+    runtime_handlers: Option<serde_json::Value>,
 }
 
 struct MetaSeed<'k>(Option<&'k [String]>);
