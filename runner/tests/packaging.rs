@@ -84,10 +84,29 @@ fn every_setting_is_documented_and_asked_with_its_default() {
         );
         if let Some(options) = question["options"].as_array() {
             assert_eq!(question["type"], "enum", "{name}");
+            let expected: &[&str] = match name {
+                "runtimeHandlerCheck" => &["auto", "required", "off"],
+                _ => &["accept", "reject"],
+            };
+            let expected: Vec<Value> = expected.iter().map(|o| Value::from(*o)).collect();
+            assert_eq!(options, &expected, "{name}");
+            assert!(options.contains(&question["default"]), "{name}");
+        }
+    }
+    // Every enum option is a value the policy accepts, and nothing else is.
+    let p = policy();
+    for question in questions {
+        let name = question["variable"].as_str().unwrap();
+        let Some(options) = question["options"].as_array() else {
+            continue;
+        };
+        for option in options.iter().chain([&Value::from("bogus")]) {
+            let settings = serde_json::to_vec(&serde_json::json!({ name: option })).unwrap();
+            let verdict = p.validate_settings(&settings).unwrap();
             assert_eq!(
-                options,
-                &vec![Value::from("accept"), Value::from("reject")],
-                "{name}"
+                verdict["valid"],
+                options.contains(option),
+                "{name}: {option} -> {verdict}"
             );
         }
     }
@@ -99,7 +118,6 @@ fn every_setting_is_documented_and_asked_with_its_default() {
         );
     }
     // The documented example is what the policy accepts, and it is the defaults.
-    let p = policy();
     let text = std::fs::read(root().join("policy-settings.json")).unwrap();
     assert_eq!(p.validate_settings(&text).unwrap()["valid"], true);
 }

@@ -442,7 +442,7 @@ impl std::fmt::Display for Broken<'_> {
             _ => {
                 f.write_str("cannot start it:")?;
                 for (i, (lack, n)) in self.lacks.iter().enumerate() {
-                    write!(f, "{} {n} {lack}", if i == 0 { "" } else { "," })?;
+                    write!(f, "{} {n} node(s) {lack}", if i == 0 { "" } else { "," })?;
                 }
             }
         }
@@ -625,6 +625,44 @@ mod tests {
             bound.find_feasible(complete.as_bytes()),
             Ok(Feasibility::NoneFits { bound_elsewhere: Some(name), .. }) if name == "elsewhere"
         ));
+    }
+
+    #[test]
+    fn broken_nodes_are_counted_by_reason_and_named_in_order() {
+        let needs = HandlerNeeds {
+            handler: "kata-qemu".into(),
+            required: true,
+            user_namespaces: false,
+            recursive_read_only_mounts: false,
+        };
+        let list = r#"{"kind":"NodeList","items":[
+            {"metadata":{"name":"old-kubelet"}},
+            {"metadata":{"name":"good"},"status":{"runtimeHandlers":[{"name":"kata-qemu"}]}},
+            {"metadata":{"name":"k3s"},"status":{"runtimeHandlers":[{"name":"runc"}]}},
+            {"metadata":{"name":"cordoned"},"spec":{"unschedulable":true},"status":{"runtimeHandlers":[]}}]}"#;
+        let c = constraints(json!({})).with_handler(Some(needs));
+        let Ok(Feasibility::Fits {
+            broken: Some(broken),
+        }) = c.find_feasible(list.as_bytes())
+        else {
+            panic!("expected a fit with broken nodes")
+        };
+        assert_eq!(
+            broken.to_string(),
+            "2 of 3 kata nodes that can take this pod cannot start it: 1 node(s) do not report runtime \
+             handler \"kata-qemu\", 1 node(s) report no runtime handlers (k3s, old-kubelet)"
+        );
+        // Without the check the scan stops at the first fit, as before.
+        let truncated = &list[..list.find("{\"metadata\":{\"name\":\"k3s\"").unwrap()];
+        assert!(
+            c.find_feasible(truncated.as_bytes()).is_err(),
+            "reads the whole list"
+        );
+        let off = constraints(json!({})).with_handler(None);
+        assert_eq!(
+            off.find_feasible(truncated.as_bytes()),
+            Ok(Feasibility::Fits { broken: None })
+        );
     }
 
     #[test]
