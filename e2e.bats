@@ -31,6 +31,9 @@ only_runtime_class_patch() {
 warning_is() { [ "$(jq -r '.warnings[0]' <<<"$response")" = "$1" ]; }
 no_warning() { [ "$(jq -r '.warnings' <<<"$response")" = "null" ]; }
 decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" ]; }
+reason_is() { [ "$(jq -r '.auditAnnotations.reason' <<<"$response")" = "$1" ]; }
+# The warning and the audit reason both say $1.
+explained() { warning_is "$1" && reason_is "$1"; }
 
 @test "plain pod on a cluster with kata workers gets the kata runtime" {
   kwctl_run pod-plain.json kata-workers.yml
@@ -371,6 +374,131 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
   [ "$status" -eq 0 ]
   allowed false
   jq -r .status.message <<<"$response" | grep -q "cannot list kata nodes"
+}
+
+# Runtime handlers: what each node's kubelet reports its container runtime
+# loaded (status.runtimeHandlers). The sessions' RuntimeClass is "kata" with
+# handler "kata-qemu": the pod gets the class name, the nodes report the handler.
+USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","privileged","hostSockets","hostDevices","mountPropagation","deviceResources"]}'
+
+@test "the k3s story: labelled nodes whose runtime never loaded kata-qemu leave the pod alone" {
+  kwctl_run pod-plain.json handlers-k3s.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained 'kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler "kata-qemu"'
+  decision_is unchanged
+}
+
+@test "the k3s story with noFeasibleNode=reject refuses the pod with the same reason" {
+  kwctl_run pod-plain.json handlers-k3s.yml '{"noFeasibleNode":"reject"}'
+  [ "$status" -eq 0 ]
+  allowed false
+  no_patch
+  [ "$(jq -r .status.message <<<"$response")" = 'kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler "kata-qemu"' ]
+}
+
+@test "runtimeHandlerCheck: off on the k3s cluster trusts the labels, with the old node masks" {
+  kwctl_run pod-plain.json handlers-k3s-check-off.yml '{"runtimeHandlerCheck":"off"}'
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+}
+
+@test "a partial cluster: the pod gets kata, and the warning names the node without the handler" {
+  kwctl_run pod-plain.json handlers-partial.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  # The class name, not the handler.
+  only_runtime_class_patch kata
+  # kata-cordoned lacks the handler too, but the scheduler never picks it.
+  explained 'kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report runtime handler "kata-qemu" (kata-broken): if the scheduler picks one, the pod will not start'
+  decision_is mutated
+}
+
+@test "a pod bound to a labelled node without the handler is left alone, with the reason" {
+  kwctl_run pod-node-name-broken.json handlers-node-broken.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained 'kata runtime not assigned: 0/1 kata nodes can run this pod: 1 node(s) do not report runtime handler "kata-qemu"'
+  decision_is unchanged
+}
+
+@test "label-free (kataNodeSelector \"\", required): the handler alone finds the kata node" {
+  kwctl_run pod-plain.json handlers-label-free.yml '{"kataNodeSelector":"","runtimeHandlerCheck":"required"}'
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  # No scheduling.nodeSelector in the class: the scheduler may pick worker-1.
+  explained 'kata runtime assigned, but 1 of 2 kata nodes that can take this pod report no runtime handlers (worker-1): if the scheduler picks one, the pod will not start'
+  decision_is mutated
+  # The master passes the pod's own filters but reports no kata-qemu.
+  kwctl_run pod-master-pinned.json handlers-label-free.yml '{"kataNodeSelector":"","runtimeHandlerCheck":"required"}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained "kata runtime not assigned: 0/3 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector, 1 node(s) do not report runtime handler \"kata-qemu\""
+  decision_is unchanged
+}
+
+@test "required: nodes that report no handlers do not count; auto judges them by their labels" {
+  kwctl_run pod-plain.json handlers-none-reported.yml '{"kataNodeSelector":"","runtimeHandlerCheck":"required"}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained 'kata runtime not assigned: 0/3 kata nodes can run this pod: 2 node(s) report no runtime handlers, 1 node(s) had untolerated taint {node-role.kubernetes.io/master: }'
+  decision_is unchanged
+  kwctl_run pod-plain.json handlers-none-reported.yml '{"kataNodeSelector":""}'
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+}
+
+@test "hostUsers: false (userNamespaces not skipped): kata-qemu without features.userNamespaces leaves the pod alone" {
+  kwctl_run pod-user-namespace.json handlers-userns-unsupported.yml "$USERNS_ALLOWED"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained 'kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) report runtime handler "kata-qemu" without features.userNamespaces (the pod sets hostUsers: false)'
+  decision_is unchanged
+}
+
+@test "hostUsers: false (userNamespaces not skipped): kata-qemu with features.userNamespaces gets kata" {
+  kwctl_run pod-user-namespace.json handlers-userns-supported.yml "$USERNS_ALLOWED"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+}
+
+@test "a recursiveReadOnly: Enabled mount: kata with a warning naming the node without features.recursiveReadOnlyMounts" {
+  kwctl_run pod-recursive-read-only.json handlers-rro.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  explained 'kata runtime assigned, but 1 of 2 kata nodes that can take this pod report runtime handler "kata-qemu" without features.recursiveReadOnlyMounts (the pod sets recursiveReadOnly: Enabled) (kata-2): if the scheduler picks one, the pod will not start'
+  [ "$(jq -r '.warnings[0] | length' <<<"$response")" -le 255 ]
+  decision_is mutated
+  # Where every kata-qemu reports the feature, no warning.
+  kwctl_run pod-recursive-read-only.json handlers-userns-unsupported.yml
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  no_warning
+}
+
+@test "runtimeHandlerCheck takes auto, required or off only" {
+  run "$KWCTL" run --allow-context-aware --request-path test_data/pod-plain.json \
+    --settings-json '{"runtimeHandlerCheck":"strict"}' \
+    --replay-host-capabilities-interactions test_data/sessions/handlers-k3s.yml "$POLICY"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"Provided settings are not valid"* ]]
+  [[ "$output" == *'runtimeHandlerCheck must be \"auto\", \"required\" or \"off\", got \"strict\"'* ]] \
+    || [[ "$output" == *'runtimeHandlerCheck must be "auto", "required" or "off", got "strict"'* ]]
 }
 
 @test "invalid settings are refused before evaluation" {

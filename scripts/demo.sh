@@ -42,6 +42,8 @@ scenarios=(
   "pod-selector-conflict.json|runtimeclass-scheduling.yml|{}|nodeSelector conflicts with the RuntimeClass"
   "pod-plain.json|runtimeclass-missing.yml|{}|RuntimeClass kata not installed"
   "pod-plain.json|no-kata-nodes.yml|{}|no node labelled for kata yet"
+  "pod-plain.json|handlers-k3s.yml|{}|k3s: kata-deploy labelled both nodes, class kata has handler kata-qemu, but containerd reports only the handlers \"\" and runc"
+  "pod-plain.json|handlers-partial.yml|{}|kata-good reports handler kata-qemu, kata-broken does not, kata-cordoned is cordoned"
   "pod-plain.json|nodes-access-denied.yml|{}|policy-server may not list nodes (RBAC): asked first, never listed"
   "pod-plain.json|can-i-error.yml|{}|the access question fails (API server unreachable)"
   "pod-plain.json|forbidden.yml|{}|the node list itself refused (contextAwareResources)"

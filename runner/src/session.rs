@@ -326,9 +326,14 @@ mod tests {
             label_selector: Some("katacontainers.io/kata-runtime=true".into()),
             field_selector: None,
             field_masks: Some(
-                ["spec.taints", "spec.unschedulable", "status.allocatable"]
-                    .map(String::from)
-                    .into(),
+                [
+                    "spec.taints",
+                    "spec.unschedulable",
+                    "status.allocatable",
+                    "status.runtimeHandlers.name",
+                ]
+                .map(String::from)
+                .into(),
             ),
         }
     }

@@ -5,8 +5,10 @@
 mod common;
 
 use common::{policy, request, root, session};
-use kwrun::Session;
-use serde_json::Value;
+use std::str::FromStr;
+
+use kwrun::{Exchange, Response, Session};
+use serde_json::{Value, json};
 
 /// xorshift64*: seeded, so a failure is reproducible from the printed case.
 struct Rng(u64);
@@ -115,4 +117,168 @@ fn validate_settings_never_traps() {
             });
         assert_well_formed(&out, "valid", &payload);
     }
+}
+
+/// `session_file` with its node list replaced: every node reports `handlers`
+/// as its `status.runtimeHandlers` (the list is the session's last answer).
+fn with_handlers(session_file: &str, handlers: &Value) -> Session {
+    let mut exchanges: Vec<Exchange> = session(session_file).pending().cloned().collect();
+    let last = exchanges.last_mut().expect("a node list");
+    let Response::Success { payload } = &last.response else {
+        panic!("{session_file}: the node list is not a success")
+    };
+    let mut list: Value = serde_json::from_str(payload).unwrap();
+    for node in list["items"].as_array_mut().expect("items") {
+        node["status"]["runtimeHandlers"] = handlers.clone();
+    }
+    last.response = Response::Success {
+        payload: list.to_string(),
+    };
+    Session::from_exchanges(exchanges)
+}
+
+/// Hostile `status.runtimeHandlers` shapes through the compiled policy: a
+/// malformed list reports nothing (the labels decide under auto), a malformed
+/// entry is ignored, a feature that is not `true` is not supported; the
+/// answer is always a well-formed verdict.
+#[test]
+fn hostile_runtime_handlers_never_trap() {
+    let p = policy();
+    let plain = request("pod-plain.json");
+    let not_reported = "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+                        2 node(s) do not report runtime handler \"kata-qemu\"";
+    let nothing = "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+                   2 node(s) report no runtime handlers";
+    let nested = Value::from_str(&format!("{}{}", "[".repeat(60), "]".repeat(60))).unwrap();
+    let mut long: Vec<Value> = (0..5000)
+        .map(|i| json!({"name": format!("kata-qemu-{i}"), "features": {"userNamespaces": true}}))
+        .collect();
+    let long_without = Value::from(long.clone());
+    long.push(json!({"name": "kata-qemu"}));
+    let long_with = Value::from(long);
+    // (shape, decision under auto, under required: None = mutated, Some = the reason)
+    let cases: Vec<(Value, Option<&str>, Option<&str>)> = vec![
+        // Not a list: reports nothing.
+        (json!("kata-qemu"), None, Some(nothing)),
+        (json!({"name": "kata-qemu"}), None, Some(nothing)),
+        (json!(7), None, Some(nothing)),
+        (json!(true), None, Some(nothing)),
+        (json!(null), None, Some(nothing)),
+        (json!([]), None, Some(nothing)),
+        // Entries without a name, or a name that is not a string: ignored.
+        (
+            json!([{"features": {"userNamespaces": true}}, {"name": 3}, {"name": ["kata-qemu"]}]),
+            Some(not_reported),
+            Some(not_reported),
+        ),
+        (
+            json!([1, null, "kata-qemu", [], {"name": null}, {"name": "kata-qemu"}]),
+            None,
+            None,
+        ),
+        // Features that are not booleans, or not an object: the name counts.
+        (
+            json!([{"name": "kata-qemu", "features": {"userNamespaces": "true", "recursiveReadOnlyMounts": 1}}]),
+            None,
+            None,
+        ),
+        (
+            json!([{"name": "kata-qemu", "features": [true, true]}]),
+            None,
+            None,
+        ),
+        (
+            json!([{"name": "kata-qemu", "features": "all"}]),
+            None,
+            None,
+        ),
+        // Nested junk around the entry.
+        (
+            json!([nested.clone(), {"name": {"name": "kata-qemu"}}, {"x": nested.clone()}]),
+            Some(not_reported),
+            Some(not_reported),
+        ),
+        (
+            json!([{"name": "kata-qemu", "features": {"userNamespaces": nested.clone()}}]),
+            None,
+            None,
+        ),
+        // A very long list, with and without the handler at its end.
+        (long_without, Some(not_reported), Some(not_reported)),
+        (long_with, None, None),
+    ];
+    for (shape, auto, required) in &cases {
+        for (settings, expected) in [
+            (json!({}), auto),
+            (json!({"runtimeHandlerCheck": "required"}), required),
+        ] {
+            let verdict = p
+                .validate(&plain, &settings, with_handlers("handlers-k3s.yml", shape))
+                .unwrap_or_else(|e| panic!("trap: {e:#} for {shape} {settings}"));
+            let shape_text: String = shape.to_string().chars().take(200).collect();
+            let context = format!("{shape_text} {settings}: {verdict}");
+            assert_eq!(verdict["accepted"], true, "{context}");
+            match expected {
+                None => {
+                    assert_eq!(
+                        verdict["audit_annotations"]["decision"], "mutated",
+                        "{context}"
+                    );
+                    assert_eq!(
+                        verdict["mutated_object"]["spec"]["runtimeClassName"], "kata",
+                        "{context}"
+                    );
+                }
+                Some(reason) => {
+                    assert_eq!(
+                        verdict["audit_annotations"]["decision"], "unchanged",
+                        "{context}"
+                    );
+                    assert_eq!(verdict["audit_annotations"]["reason"], *reason, "{context}");
+                    assert_eq!(verdict["mutated_object"], Value::Null, "{context}");
+                }
+            }
+        }
+    }
+
+    // The features a hostUsers: false pod needs: only `true` supports one.
+    let userns = request("pod-user-namespace.json");
+    let settings = json!({"skipPodsUsing": ["hostNamespaces", "windows", "privileged",
+        "hostSockets", "hostDevices", "mountPropagation", "deviceResources"]});
+    let unsupported = "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) \
+                       report runtime handler \"kata-qemu\" without features.userNamespaces \
+                       (the pod sets hostUsers: false)";
+    for features in [
+        json!({"userNamespaces": "true"}),
+        json!({"userNamespaces": 1}),
+        json!({"userNamespaces": null}),
+        json!({"userNamespaces": {"enabled": true}}),
+        json!({"userNamespaces": [true]}),
+        json!([{"userNamespaces": true}]),
+        json!("userNamespaces"),
+        json!({}),
+    ] {
+        let shape = json!([{"name": "runc", "features": {"userNamespaces": true}},
+            {"name": "kata-qemu", "features": features}]);
+        let verdict = p
+            .validate(
+                &userns,
+                &settings,
+                with_handlers("handlers-userns-supported.yml", &shape),
+            )
+            .unwrap_or_else(|e| panic!("trap: {e:#} for {shape}"));
+        assert_eq!(verdict["accepted"], true, "{shape}: {verdict}");
+        assert_eq!(
+            verdict["audit_annotations"]["reason"], unsupported,
+            "{shape}: {verdict}"
+        );
+    }
+    // The same session as recorded: the feature is `true`.
+    let verdict = p
+        .validate(&userns, &settings, session("handlers-userns-supported.yml"))
+        .unwrap();
+    assert_eq!(
+        verdict["audit_annotations"]["decision"], "mutated",
+        "{verdict}"
+    );
 }

@@ -64,6 +64,11 @@ fn settings_are_validated_by_the_module() {
             br#"{"policyServerServiceAccount":"policy-server"}"#,
             "policyServerServiceAccount",
         ),
+        (
+            br#"{"runtimeHandlerCheck":"strict"}"#,
+            r#"runtimeHandlerCheck must be "auto", "required" or "off", got "strict""#,
+        ),
+        (br#"{"runtimeHandlerCheck":true}"#, "runtimeHandlerCheck"),
         (br#"{"bogus":true}"#, "bogus"),
         (b"not json", "not valid JSON"),
     ] {
@@ -389,4 +394,239 @@ fn unknown_fields_survive_the_mutation() {
     let mut expected = req["object"].clone();
     expected["spec"]["runtimeClassName"] = json!("kata");
     assert_eq!(raw["mutated_object"], expected);
+}
+
+/// The decision and the reason of the audit annotations; with a warning,
+/// the warning says the same (it is at most 255 bytes).
+fn assert_explained(r: &AdmissionResponse, decision: &str, reason: &str) {
+    let annotations = r.audit_annotations.as_ref().expect("audit annotations");
+    assert_eq!(annotations["decision"], decision, "{r:?}");
+    assert_eq!(annotations["reason"], reason, "{r:?}");
+    assert_eq!(warning(r), reason, "{r:?}");
+    assert!(reason.len() <= 255, "{reason}");
+}
+
+/// The settings that let a `hostUsers: false` pod reach the node check:
+/// the default `skipPodsUsing` without `userNamespaces`.
+fn user_namespaces_not_skipped() -> Value {
+    json!({"skipPodsUsing": ["hostNamespaces", "windows", "privileged", "hostSockets",
+        "hostDevices", "mountPropagation", "deviceResources"]})
+}
+
+/// Each runtime-handler session is answered in full: every recorded query
+/// was the one the policy made, field masks included.
+fn assert_session_used_up(p: &Policy, what: &str) {
+    assert_eq!(
+        p.take_session().remaining(),
+        0,
+        "{what}: a query was not made"
+    );
+}
+
+#[test]
+fn the_k3s_story_labelled_nodes_without_the_handler() {
+    let p = policy();
+    let k3s = run(&p, "pod-plain.json", "handlers-k3s.yml", json!({}));
+    assert_unchanged(&k3s);
+    assert_explained(
+        &k3s,
+        "unchanged",
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+         2 node(s) do not report runtime handler \"kata-qemu\"",
+    );
+    assert_session_used_up(&p, "k3s");
+
+    // runtimeHandlerCheck: off asks for the old masks and trusts the labels.
+    let off = run(
+        &p,
+        "pod-plain.json",
+        "handlers-k3s-check-off.yml",
+        json!({"runtimeHandlerCheck": "off"}),
+    );
+    assert_only_runtime_class_added(&off, "kata");
+    assert_eq!(off.warnings, None);
+    assert_eq!(
+        off.audit_annotations.as_ref().unwrap()["decision"],
+        "mutated"
+    );
+    assert_session_used_up(&p, "off");
+
+    // The default asks for the handler names: the off recording is not that
+    // query, and the replay says so.
+    let auto = run(
+        &p,
+        "pod-plain.json",
+        "handlers-k3s-check-off.yml",
+        json!({}),
+    );
+    assert_unchanged(&auto);
+    let reason = &auto.audit_annotations.as_ref().unwrap()["reason"];
+    assert!(
+        reason.contains("Replay error: unexpected request")
+            && reason.contains("\"status.runtimeHandlers.name\""),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_partial_cluster_gets_kata_with_a_warning() {
+    let p = policy();
+    // kata-good comes first in the list: the broken node after it is still
+    // found, so the whole list was read. kata-cordoned lacks the handler too
+    // but fails a scheduler filter, so it is neither counted nor named.
+    let partial = run(&p, "pod-plain.json", "handlers-partial.yml", json!({}));
+    // The class name, not its handler.
+    assert_only_runtime_class_added(&partial, "kata");
+    assert_explained(
+        &partial,
+        "mutated",
+        "kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report \
+         runtime handler \"kata-qemu\" (kata-broken): if the scheduler picks one, the pod will not start",
+    );
+    assert_session_used_up(&p, "partial");
+
+    let bound = run(
+        &p,
+        "pod-node-name-broken.json",
+        "handlers-node-broken.yml",
+        json!({}),
+    );
+    assert_unchanged(&bound);
+    assert_explained(
+        &bound,
+        "unchanged",
+        "kata runtime not assigned: 0/1 kata nodes can run this pod: \
+         1 node(s) do not report runtime handler \"kata-qemu\"",
+    );
+    assert_session_used_up(&p, "bound to kata-broken");
+}
+
+#[test]
+fn label_free_required_lets_the_handler_alone_decide() {
+    let p = policy();
+    let required = json!({"kataNodeSelector": "", "runtimeHandlerCheck": "required"});
+    let plain = run(
+        &p,
+        "pod-plain.json",
+        "handlers-label-free.yml",
+        required.clone(),
+    );
+    assert_only_runtime_class_added(&plain, "kata");
+    assert_explained(
+        &plain,
+        "mutated",
+        "kata runtime assigned, but 1 of 2 kata nodes that can take this pod report no runtime \
+         handlers (worker-1): if the scheduler picks one, the pod will not start",
+    );
+    assert_session_used_up(&p, "label-free plain");
+    let master = run(
+        &p,
+        "pod-master-pinned.json",
+        "handlers-label-free.yml",
+        required.clone(),
+    );
+    assert_unchanged(&master);
+    assert_explained(
+        &master,
+        "unchanged",
+        "kata runtime not assigned: 0/3 kata nodes can run this pod: 2 node(s) didn't match \
+         Pod's node affinity/selector, 1 node(s) do not report runtime handler \"kata-qemu\"",
+    );
+
+    // Nodes that report nothing do not count with required; with auto their
+    // labels decide (kataNodeSelector "" selects them all).
+    let none = run(&p, "pod-plain.json", "handlers-none-reported.yml", required);
+    assert_unchanged(&none);
+    assert_explained(
+        &none,
+        "unchanged",
+        "kata runtime not assigned: 0/3 kata nodes can run this pod: 2 node(s) report no runtime \
+         handlers, 1 node(s) had untolerated taint {node-role.kubernetes.io/master: }",
+    );
+    let auto = run(
+        &p,
+        "pod-plain.json",
+        "handlers-none-reported.yml",
+        json!({"kataNodeSelector": ""}),
+    );
+    assert_only_runtime_class_added(&auto, "kata");
+    assert_eq!(auto.warnings, None);
+    assert_session_used_up(&p, "none reported, auto");
+}
+
+#[test]
+fn handler_features_for_user_namespaces_and_recursive_read_only_mounts() {
+    let p = policy();
+    let unsupported = run(
+        &p,
+        "pod-user-namespace.json",
+        "handlers-userns-unsupported.yml",
+        user_namespaces_not_skipped(),
+    );
+    assert_unchanged(&unsupported);
+    assert_explained(
+        &unsupported,
+        "unchanged",
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) report runtime \
+         handler \"kata-qemu\" without features.userNamespaces (the pod sets hostUsers: false)",
+    );
+    assert_session_used_up(&p, "userns unsupported");
+    let supported = run(
+        &p,
+        "pod-user-namespace.json",
+        "handlers-userns-supported.yml",
+        user_namespaces_not_skipped(),
+    );
+    assert_only_runtime_class_added(&supported, "kata");
+    assert_eq!(supported.warnings, None);
+    assert_session_used_up(&p, "userns supported");
+    // With the default skipPodsUsing the pod is skipped before any query.
+    let skipped = run(
+        &p,
+        "pod-user-namespace.json",
+        "handlers-userns-supported.yml",
+        json!({}),
+    );
+    assert_unchanged(&skipped);
+    assert!(
+        warning(&skipped).ends_with("(skipPodsUsing: userNamespaces)"),
+        "{skipped:?}"
+    );
+    assert_eq!(p.take_session().remaining(), 4, "nothing was asked");
+
+    let rro = run(
+        &p,
+        "pod-recursive-read-only.json",
+        "handlers-rro.yml",
+        json!({}),
+    );
+    assert_only_runtime_class_added(&rro, "kata");
+    assert_explained(
+        &rro,
+        "mutated",
+        "kata runtime assigned, but 1 of 2 kata nodes that can take this pod report runtime \
+         handler \"kata-qemu\" without features.recursiveReadOnlyMounts (the pod sets \
+         recursiveReadOnly: Enabled) (kata-2): if the scheduler picks one, the pod will not start",
+    );
+    assert_session_used_up(&p, "rro");
+    // Every kata-qemu there reports recursiveReadOnlyMounts (not userNamespaces).
+    let rro_ok = run(
+        &p,
+        "pod-recursive-read-only.json",
+        "handlers-userns-unsupported.yml",
+        json!({}),
+    );
+    assert_only_runtime_class_added(&rro_ok, "kata");
+    assert_eq!(rro_ok.warnings, None);
+    assert_session_used_up(&p, "rro supported");
+
+    // Only these pods ask for the whole entries: a plain pod's query (the
+    // names) is not the one recorded in a features session.
+    let plain = run(&p, "pod-plain.json", "handlers-rro.yml", json!({}));
+    assert_unchanged(&plain);
+    let reason = &plain.audit_annotations.as_ref().unwrap()["reason"];
+    assert!(
+        reason.contains("Replay error: unexpected request"),
+        "{reason}"
+    );
 }
