@@ -22,6 +22,7 @@ pub enum Feature {
     HostDevices,
     MountPropagation,
     DeviceResources,
+    DynamicResources,
     Seccomp,
     AppArmor,
     SeLinux,
@@ -31,7 +32,7 @@ pub enum Feature {
 
 impl Feature {
     /// Every feature, in the order findings are reported.
-    pub const ALL: [Feature; 13] = [
+    pub const ALL: [Feature; 14] = [
         Feature::HostNamespaces,
         Feature::UserNamespaces,
         Feature::Windows,
@@ -40,6 +41,7 @@ impl Feature {
         Feature::HostDevices,
         Feature::MountPropagation,
         Feature::DeviceResources,
+        Feature::DynamicResources,
         Feature::Seccomp,
         Feature::AppArmor,
         Feature::SeLinux,
@@ -50,16 +52,21 @@ impl Feature {
     /// The features checked by default: those that make a pod fail or
     /// break under Kata. The others are opt-in: Kata weakens them, but most
     /// pods that set them (every Pod Security `restricted` pod sets seccomp)
-    /// run fine.
+    /// run fine. `privileged` is opt-in too: kata-deploy runs privileged
+    /// containers with `privileged_without_host_devices = true`, so a plain
+    /// privileged pod runs inside the VM, and skipping it would make it root
+    /// on the node instead; the privileged pods that need the host are
+    /// caught by hostSockets, hostDevices, mountPropagation and
+    /// hostNamespaces.
     pub const DEFAULT: [Feature; 8] = [
         Feature::HostNamespaces,
         Feature::UserNamespaces,
         Feature::Windows,
-        Feature::Privileged,
         Feature::HostSockets,
         Feature::HostDevices,
         Feature::MountPropagation,
         Feature::DeviceResources,
+        Feature::DynamicResources,
     ];
 
     /// The name used in `skipPodsUsing`.
@@ -73,6 +80,7 @@ impl Feature {
             Feature::HostDevices => "hostDevices",
             Feature::MountPropagation => "mountPropagation",
             Feature::DeviceResources => "deviceResources",
+            Feature::DynamicResources => "dynamicResources",
             Feature::Seccomp => "seccomp",
             Feature::AppArmor => "appArmor",
             Feature::SeLinux => "seLinux",
@@ -153,6 +161,18 @@ pub struct RuntimeFacts {
     pub volumes: Vec<Volume>,
     /// `container.apparmor.security.beta.kubernetes.io/<container>` annotations.
     pub app_armor_annotations: Vec<(String, String)>,
+    /// `spec.resourceClaims` (Dynamic Resource Allocation), in spec order.
+    pub resource_claims: Vec<ResourceClaim>,
+}
+
+/// One entry of `spec.resourceClaims`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResourceClaim {
+    /// The name containers use in `resources.claims`.
+    pub name: String,
+    /// `("ResourceClaimTemplate", name)` or `("ResourceClaim", name)`; `None`
+    /// when neither is set (the API server refuses that pod).
+    pub source: Option<(&'static str, String)>,
 }
 
 /// The security settings the check reads, at pod or container level.
@@ -175,6 +195,8 @@ pub struct Container {
     pub mounts: Vec<Mount>,
     /// Resources requested or limited with a non-zero quantity.
     pub resources: Vec<String>,
+    /// The pod's resource claims it uses (`resources.claims[].name`).
+    pub claims: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -234,6 +256,7 @@ pub fn check(pod: &RuntimeFacts, settings: &CompatSettings) -> Vec<Finding> {
             Feature::HostDevices => host_devices(pod, &mut add),
             Feature::MountPropagation => mount_propagation(pod, &mut add),
             Feature::DeviceResources => device_resources(pod, settings.device_resources, &mut add),
+            Feature::DynamicResources => dynamic_resources(pod, &mut add),
             Feature::Seccomp => seccomp(pod, &mut add),
             Feature::AppArmor => app_armor(pod, &mut add),
             Feature::SeLinux => se_linux(pod, &mut add),
@@ -417,6 +440,29 @@ fn device_resources(
                 c.label()
             ));
         }
+    }
+}
+
+fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+    // Every claim counts, used by a container or not: the scheduler places
+    // the pod only where its devices are, and the kubelet prepares them.
+    for claim in &pod.resource_claims {
+        let source = match &claim.source {
+            Some((kind, name)) => format!(" ({kind} {name:?})"),
+            None => String::new(),
+        };
+        let users: Vec<String> = (pod.containers.iter())
+            .filter(|c| c.claims.iter().any(|n| *n == claim.name))
+            .map(Container::label)
+            .collect();
+        let used_by = match users.is_empty() {
+            true => "used by no container".to_string(),
+            false => format!("used by {}", users.join(", ")),
+        };
+        add(format!(
+            "claim {:?}{source}, {used_by}, asks for DRA-allocated devices, which Kata does not pass into its VM",
+            claim.name
+        ));
     }
 }
 

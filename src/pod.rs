@@ -74,6 +74,8 @@ struct PodSpec {
     #[serde(default)]
     host_users: Option<bool>,
     #[serde(default)]
+    resource_claims: Option<Vec<RawResourceClaim>>,
+    #[serde(default)]
     os: Option<RawOs>,
     #[serde(default)]
     security_context: Option<RawSecurity>,
@@ -190,6 +192,27 @@ struct RawRequirements {
     requests: Option<BTreeMap<String, Box<RawValue>>>,
     #[serde(default)]
     limits: Option<BTreeMap<String, Box<RawValue>>>,
+    /// `resources.claims`: the pod's resource claims a container uses.
+    #[serde(default)]
+    claims: Option<Vec<RawClaimUse>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RawClaimUse {
+    #[serde(default)]
+    name: String,
+}
+
+/// An entry of `spec.resourceClaims` (DRA).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawResourceClaim {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    resource_claim_name: Option<String>,
+    #[serde(default)]
+    resource_claim_template_name: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -348,6 +371,10 @@ fn runtime_facts(
                 })
                 .collect(),
             resources: nonzero_names(r),
+            claims: (c.resources.iter())
+                .flat_map(|r| r.claims.iter().flatten())
+                .map(|u| u.name.clone())
+                .collect(),
         })
         .collect();
     let volumes = (spec.volumes.iter().flatten())
@@ -379,6 +406,21 @@ fn runtime_facts(
         containers,
         volumes,
         app_armor_annotations,
+        resource_claims: (spec.resource_claims.iter().flatten())
+            .map(|c| compat::ResourceClaim {
+                name: c.name.clone(),
+                source: [
+                    ("ResourceClaimTemplate", &c.resource_claim_template_name),
+                    ("ResourceClaim", &c.resource_claim_name),
+                ]
+                .into_iter()
+                .find_map(|(kind, name)| {
+                    name.as_ref()
+                        .filter(|n| !n.is_empty())
+                        .map(|n| (kind, n.clone()))
+                }),
+            })
+            .collect(),
     }
 }
 

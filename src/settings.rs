@@ -410,7 +410,8 @@ mod tests {
         assert_eq!(s.no_feasible_node, Outcome::Reject);
         assert_eq!(s.lookup_failure, Outcome::Reject);
         assert!(!s.skip_pods_using.contains(Feature::HostNamespaces));
-        assert!(s.skip_pods_using.contains(Feature::Privileged));
+        assert!(s.skip_pods_using.contains(Feature::DynamicResources));
+        assert!(!s.skip_pods_using.contains(Feature::Privileged), "opt-in");
         assert!(Settings::default().check_volumes, "on by default");
         assert!(
             !Settings::from_value(&json!({"checkVolumes": false}))
@@ -458,11 +459,11 @@ mod tests {
                 "hostNamespaces",
                 "userNamespaces",
                 "windows",
-                "privileged",
                 "hostSockets",
                 "hostDevices",
                 "mountPropagation",
-                "deviceResources"
+                "deviceResources",
+                "dynamicResources"
             ]
         );
         assert_eq!(d.host_socket_paths, DEFAULT_HOST_SOCKET_PATHS);
@@ -564,7 +565,7 @@ mod tests {
             ),
             (
                 json!({"skipPodsUsing": ["hostSocket"]}),
-                "skipPodsUsing: unknown feature \"hostSocket\"; known features: hostNamespaces, userNamespaces, windows, privileged, hostSockets, hostDevices, mountPropagation, deviceResources, seccomp, appArmor, seLinux, subPath, memoryEmptyDirLimit",
+                "skipPodsUsing: unknown feature \"hostSocket\"; known features: hostNamespaces, userNamespaces, windows, privileged, hostSockets, hostDevices, mountPropagation, deviceResources, dynamicResources, seccomp, appArmor, seLinux, subPath, memoryEmptyDirLimit",
             ),
             (
                 json!({"skipPodsUsing": "privileged"}),

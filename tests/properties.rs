@@ -636,7 +636,7 @@ fn unknown_json() -> impl Strategy<Value = Value> {
 
 /// The ways a pod can use a feature Kata cannot run, each with the
 /// `skipPodsUsing` name that covers it.
-const FEATURE_USES: [(&str, &str); 24] = [
+const FEATURE_USES: [(&str, &str); 26] = [
     ("hostNetwork", "hostNamespaces"),
     ("hostPID", "hostNamespaces"),
     ("hostIPC", "hostNamespaces"),
@@ -664,6 +664,8 @@ const FEATURE_USES: [(&str, &str); 24] = [
     ("seLinux", "seLinux"),
     ("subPath", "subPath"),
     ("memoryEmptyDirLimit", "memoryEmptyDirLimit"),
+    ("claimTemplate", "dynamicResources"),
+    ("claimByName", "dynamicResources"),
 ];
 
 /// `object` with one use of a feature added to container `which` (of
@@ -722,6 +724,21 @@ fn add_feature_use(object: &mut Value, how: &str, which: prop::sample::Index) {
             "Directory:/srv/data",
             json!({"name": "injected", "mountPath": "/s", "subPath": "x"}),
         ),
+        "claimTemplate" | "claimByName" => {
+            container["resources"]["claims"] = json!([{"name": "injected-claim"}]);
+            let claim = match how {
+                "claimTemplate" => {
+                    json!({"name": "injected-claim", "resourceClaimTemplateName": "one-gpu"})
+                }
+                _ => json!({"name": "injected-claim", "resourceClaimName": "shared-nic"}),
+            };
+            let mut claims = spec["resourceClaims"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            claims.push(claim);
+            spec["resourceClaims"] = json!(claims);
+        }
         "memoryEmptyDirLimit" => {
             volumes
                 .push(json!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}));
@@ -826,6 +843,23 @@ proptest! {
             }
             other => prop_assert!(false, "{how} on a pod that was {before:?}: {other:?}"),
         }
+    }
+
+    /// kata-deploy runs privileged containers inside the VM: with the
+    /// default list, making a container privileged changes nothing.
+    #[test]
+    fn privileged_alone_never_decides_the_outcome_by_default(
+        spec in pod_spec(), nodes in nodes(), which in any::<prop::sample::Index>(),
+    ) {
+        let object = pod(spec);
+        let mut privileged = object.clone();
+        add_feature_use(&mut privileged, "privileged", which);
+        let verdict = |d: Decision| match d {
+            Decision::Mutate { explanation, warn, .. } => ("mutated", explanation, warn),
+            Decision::Leave { explanation, warn } => ("unchanged", explanation, warn),
+            Decision::Reject { explanation, .. } => ("rejected", explanation, true),
+        };
+        prop_assert_eq!(verdict(decide(&object, &nodes)), verdict(decide(&privileged, &nodes)));
     }
 
     #[test]

@@ -138,7 +138,8 @@ fn privileged_in_containers_init_containers_and_sidecars() {
             container("quiet", json!({"securityContext": {"privileged": false}}))
         ]
     });
-    let found = findings(spec);
+    assert!(findings(spec.clone()).is_empty(), "opt-in");
+    let found = enabled(spec, &["privileged"]);
     let subjects: Vec<&str> = found
         .iter()
         .map(|f| f.split(" is privileged").next().unwrap())
@@ -577,7 +578,6 @@ fn the_csi_node_plugin_reports_every_feature_in_order() {
         features,
         [
             "hostNamespaces",
-            "privileged",
             "hostSockets",
             "hostSockets",
             "hostSockets",
@@ -597,4 +597,76 @@ fn feature_names_round_trip() {
     assert_eq!(set.iter().collect::<Vec<_>>(), Feature::DEFAULT);
     assert!(!set.contains(Feature::Seccomp));
     assert!(FeatureSet::of([]).is_empty());
+}
+
+/// A DRA pod: a claim from a template used by a container and a sidecar, a
+/// shared claim used by an init container, a claim no container uses.
+fn dra_pod() -> Value {
+    json!({
+        "initContainers": [
+            container("warmup", json!({"resources": {"claims": [{"name": "nic"}]}})),
+            container("proxy", json!({"restartPolicy": "Always",
+                "resources": {"claims": [{"name": "gpu", "request": "first"}]}}))
+        ],
+        "containers": [
+            container("cuda", json!({"resources": {"claims": [{"name": "gpu"}], "limits": {"cpu": "1"}}})),
+            container("idle", json!({}))
+        ],
+        "resourceClaims": [
+            {"name": "gpu", "resourceClaimTemplateName": "one-gpu"},
+            {"name": "nic", "resourceClaimName": "shared-nic"},
+            {"name": "spare", "resourceClaimName": "spare"}
+        ]
+    })
+}
+
+#[test]
+fn dra_claims_name_the_claim_its_object_and_every_container_using_it() {
+    assert_eq!(
+        findings(dra_pod()),
+        [
+            "claim \"gpu\" (ResourceClaimTemplate \"one-gpu\"), used by container \"cuda\", init container \"proxy\", \
+             asks for DRA-allocated devices, which Kata does not pass into its VM (skipPodsUsing: dynamicResources)",
+            "claim \"nic\" (ResourceClaim \"shared-nic\"), used by init container \"warmup\", \
+             asks for DRA-allocated devices, which Kata does not pass into its VM (skipPodsUsing: dynamicResources)",
+            "claim \"spare\" (ResourceClaim \"spare\"), used by no container, \
+             asks for DRA-allocated devices, which Kata does not pass into its VM (skipPodsUsing: dynamicResources)",
+        ]
+    );
+}
+
+#[test]
+fn dra_claims_are_judged_as_before_when_dynamic_resources_is_removed() {
+    assert!(enabled(dra_pod(), &["deviceResources", "privileged"]).is_empty());
+    // No claims, no finding; an empty list is no claim.
+    let mut none = dra_pod();
+    none["resourceClaims"] = json!([]);
+    assert!(findings(none).is_empty());
+    // A claim with neither source (the API server refuses it) still counts.
+    let bare =
+        json!({"containers": [container("c", json!({}))], "resourceClaims": [{"name": "x"}]});
+    assert_eq!(
+        findings(bare),
+        [
+            "claim \"x\", used by no container, asks for DRA-allocated devices, which Kata does not pass into \
+          its VM (skipPodsUsing: dynamicResources)"
+        ]
+    );
+}
+
+#[test]
+fn a_plain_privileged_pod_runs_under_kata_by_default() {
+    // Docker-in-Docker: privileged, nothing from the host.
+    let dind = json!({"containers": [container("dind", json!({"securityContext": {"privileged": true}}))]});
+    assert!(findings(dind.clone()).is_empty());
+    assert!(!FeatureSet::default_set().contains(Feature::Privileged));
+    // Opt-in still works.
+    assert_eq!(
+        enabled(dind, &["privileged"]),
+        [
+            "container \"dind\" is privileged, and a privileged container under Kata gets the VM's devices, \
+          not the host's (skipPodsUsing: privileged)"
+        ]
+    );
+    assert!(FeatureSet::default_set().contains(Feature::DynamicResources));
 }

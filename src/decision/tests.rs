@@ -495,16 +495,59 @@ fn pods_kata_cannot_run_are_left_alone_without_asking_the_cluster() {
 }
 
 #[test]
+fn dra_pods_stay_off_kata_without_asking_the_cluster() {
+    let spec = json!({
+        "containers": [{"name": "cuda", "image": "cuda", "resources": {"claims": [{"name": "gpu"}]}}],
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    });
+    let want = "kata runtime not assigned: claim \"gpu\" (ResourceClaimTemplate \"one-gpu\"), used by container \
+                \"cuda\", asks for DRA-allocated devices, which Kata does not pass into its VM \
+                (skipPodsUsing: dynamicResources)";
+    for settings in [json!({}), json!({"noFeasibleNode": "reject"})] {
+        let cluster = seed_cluster();
+        let d = decide_payload(&with_settings(spec.clone(), settings), &cluster);
+        assert_eq!(leave_text(&d), want);
+        assert!(cluster.queries.borrow().is_empty(), "asked the cluster");
+    }
+    // Removed (a Kata that takes DRA devices): judged on scheduling as before.
+    let cluster = seed_cluster();
+    let d = decide_payload(
+        &with_settings(
+            spec,
+            json!({"skipPodsUsing": ["hostNamespaces", "userNamespaces"]}),
+        ),
+        &cluster,
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+}
+
+#[test]
+fn a_plain_privileged_builder_gets_kata() {
+    // Docker-in-Docker: root inside the VM rather than on the node.
+    let dind = json!({"containers": [{"name": "dind", "image": "docker:dind",
+        "securityContext": {"privileged": true}}]});
+    let d = decide_payload(&pod_request(dind.clone()), &seed_cluster());
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    // Opt-in for a Kata configured with privileged_without_host_devices = false.
+    let opt_in = decide_payload(
+        &with_settings(dind, json!({"skipPodsUsing": ["privileged"]})),
+        &seed_cluster(),
+    );
+    assert!(leave_text(&opt_in).ends_with("(skipPodsUsing: privileged)"));
+}
+
+#[test]
 fn every_finding_is_in_the_reason_the_first_survives_the_warning_cut() {
     let spec = json!({
         "hostUsers": false,
         "containers": [
             {"name": "a", "securityContext": {"privileged": true},
              "volumeMounts": [{"name": "sock", "mountPath": "/s"}, {"name": "dev", "mountPath": "/dev"}],
-             "resources": {"limits": {"amd.com/gpu": "1"}}}
+             "resources": {"limits": {"amd.com/gpu": "1"}, "claims": [{"name": "nic"}]}}
         ],
         "volumes": [{"name": "sock", "hostPath": {"path": "/run/containerd/containerd.sock"}},
-                    {"name": "dev", "hostPath": {"path": "/dev"}}]
+                    {"name": "dev", "hostPath": {"path": "/dev"}}],
+        "resourceClaims": [{"name": "nic", "resourceClaimName": "shared-nic"}]
     });
     let d = decide_payload(&pod_request(spec), &seed_cluster());
     let reason = leave_text(&d);
@@ -517,10 +560,10 @@ fn every_finding_is_in_the_reason_the_first_survives_the_warning_cut() {
         features,
         [
             "userNamespaces",
-            "privileged",
             "hostSockets",
             "hostDevices",
-            "deviceResources"
+            "deviceResources",
+            "dynamicResources"
         ]
     );
     let warning = crate::response::warning(reason);
