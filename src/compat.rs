@@ -452,7 +452,7 @@ fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
             None => String::new(),
         };
         let users: Vec<String> = (pod.containers.iter())
-            .filter(|c| c.claims.iter().any(|n| *n == claim.name))
+            .filter(|c| c.claims.contains(&claim.name))
             .map(Container::label)
             .collect();
         let used_by = match users.is_empty() {
