@@ -212,3 +212,148 @@ fn examples_are_ready_to_apply() {
         "the class selects the nodes kataNodeSelector names"
     );
 }
+
+/// The features the compiled policy knows, from its own refusal of an
+/// unknown one (`… known features: a, b, …`).
+fn known_features() -> Vec<String> {
+    let verdict = policy()
+        .validate_settings(br#"{"skipPodsUsing": ["noSuchFeature"]}"#)
+        .unwrap();
+    assert_eq!(verdict["valid"], false, "{verdict}");
+    let message = verdict["message"].as_str().expect("a message");
+    let (_, list) = message
+        .split_once("known features: ")
+        .unwrap_or_else(|| panic!("{message}"));
+    list.split(", ").map(str::to_string).collect()
+}
+
+/// The features named in a pod's audit reason, in order, each once.
+fn features_named(reason: &str) -> Vec<String> {
+    let mut named: Vec<String> = Vec::new();
+    for part in reason.split("(skipPodsUsing: ").skip(1) {
+        let feature = part.split(')').next().unwrap().to_string();
+        if !named.contains(&feature) {
+            named.push(feature);
+        }
+    }
+    named
+}
+
+/// The list the packaging files write out for `skipPodsUsing` is the list
+/// the compiled policy applies when the setting is absent, and every file
+/// that names the features (README tables, questions) names them all.
+#[test]
+fn the_shipped_skip_list_is_the_policys_default() {
+    let known = known_features();
+    // One pod that uses every known feature, judged before any host call.
+    let mut request = common::request("pod-plain.json");
+    request["object"]["spec"] = serde_json::json!({
+        "hostNetwork": true,
+        "hostUsers": false,
+        "os": {"name": "windows"},
+        "containers": [{
+            "name": "all",
+            "image": "registry.example.com/all:v1",
+            "securityContext": {
+                "privileged": true,
+                "seccompProfile": {"type": "RuntimeDefault"},
+                "appArmorProfile": {"type": "RuntimeDefault"},
+                "seLinuxOptions": {"level": "s0:c1,c2"}
+            },
+            "resources": {"limits": {"nvidia.com/gpu": "1"}, "claims": [{"name": "gpu"}]},
+            "volumeMounts": [
+                {"name": "docker", "mountPath": "/var/run/docker.sock"},
+                {"name": "fuse", "mountPath": "/dev/fuse"},
+                {"name": "host", "mountPath": "/host", "mountPropagation": "HostToContainer"},
+                {"name": "scratch", "mountPath": "/scratch", "subPath": "a"}
+            ]
+        }],
+        "volumes": [
+            {"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}},
+            {"name": "fuse", "hostPath": {"path": "/dev/fuse", "type": "CharDevice"}},
+            {"name": "host", "hostPath": {"path": "/srv"}},
+            {"name": "scratch", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
+        ],
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    });
+    let p = policy();
+    let reason_with = |settings: Value| {
+        let verdict = p
+            .validate(&request, &settings, kwrun::Session::none())
+            .unwrap();
+        assert_eq!(
+            verdict["audit_annotations"]["decision"], "unchanged",
+            "{verdict}"
+        );
+        verdict["audit_annotations"]["reason"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let all = reason_with(serde_json::json!({ "skipPodsUsing": known }));
+    assert_eq!(features_named(&all), known, "the pod uses every feature");
+    let default = features_named(&reason_with(serde_json::json!({})));
+
+    let shipped: Vec<String> =
+        serde_json::from_value(settings_defaults()["skipPodsUsing"].clone()).unwrap();
+    assert_eq!(shipped, default, "policy-settings.json");
+    for file in [
+        "examples/cluster-admission-policy.yaml",
+        "examples/cluster-admission-policy-monitor.yaml",
+    ] {
+        let docs = yaml_docs(file);
+        let cap = docs
+            .iter()
+            .find(|d| d["kind"] == "ClusterAdmissionPolicy")
+            .unwrap();
+        assert_eq!(
+            cap["spec"]["settings"]["skipPodsUsing"],
+            serde_json::json!(default),
+            "{file}"
+        );
+    }
+
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let quoted: Vec<String> = default.iter().map(|f| format!("\"{f}\"")).collect();
+    let row = format!(
+        "| `skipPodsUsing` | list of strings | `[{}]` |",
+        quoted.join(", ")
+    );
+    assert!(readme.contains(&row), "README settings table: {row}");
+    // "What Kata cannot run": the table of defaults, then the opt-in one.
+    let section = readme.split_once("## What Kata cannot run\n").unwrap().1;
+    let (defaults_table, rest) = section
+        .split_once("\nOpt-in")
+        .expect("an opt-in table after the defaults");
+    let opt_in_table = rest.split("\n\n").nth(1).expect("the opt-in table");
+    let rows = |table: &str| -> Vec<String> {
+        table
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once("` |"))
+            .map(|(name, _)| name.to_string())
+            .collect()
+    };
+    assert_eq!(rows(defaults_table), default, "README defaults table");
+    let opt_in: Vec<String> = known
+        .iter()
+        .filter(|f| !default.contains(f))
+        .cloned()
+        .collect();
+    assert_eq!(rows(opt_in_table), opt_in, "README opt-in table");
+
+    let q = yaml("questions-ui.yml");
+    let question = q["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["variable"] == "skipPodsUsing")
+        .unwrap();
+    let description = question["description"].as_str().unwrap();
+    for feature in &known {
+        assert!(
+            description.contains(feature.as_str()),
+            "questions-ui.yml skipPodsUsing lacks {feature}"
+        );
+    }
+}
