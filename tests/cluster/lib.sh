@@ -1,7 +1,8 @@
 # Control plane on loopback for the real-cluster suite: etcd, kube-apiserver
-# (RBAC on), kube-scheduler, and policy-server running the policy behind a
-# MutatingWebhookConfiguration. Sourced by run.sh; every process it starts
-# is recorded in $D/pids and stopped by PID (stop_all).
+# (RBAC on) with Kubewarden's CRDs, kube-scheduler, and policy-server running
+# the policy behind the webhook configuration that a ClusterAdmissionPolicy
+# gets from the Kubewarden controller. Sourced by run.sh; every process it
+# starts is recorded in $D/pids and stopped by PID (stop_all).
 
 log() { echo "[cluster $(date +%T)] $*" >&2; }
 die() {
@@ -191,7 +192,8 @@ EOF
   log "control plane up: apiserver 127.0.0.1:$APISERVER_PORT"
 }
 
-k() { "$KUBECTL" --kubeconfig "$D/admin.kubeconfig" "$@"; }
+# (Its discovery cache in $D: an earlier run on the same port served other kinds.)
+k() { "$KUBECTL" --kubeconfig "$D/admin.kubeconfig" --cache-dir "$D/kubectl-cache" "$@"; }
 
 # node NAME LABELS_JSON ALLOCATABLE_JSON [TAINTS_JSON [HANDLERS_JSON]]: a
 # Ready node without a kubelet (status through the subresource; the
@@ -234,30 +236,100 @@ handlers_kept() {
   done
 }
 
-# The policy as the Kubewarden controller registers a ClusterAdmissionPolicy
-# (examples/cluster-admission-policy.yaml): policies.yml for policy-server
-# and the MutatingWebhookConfiguration pointing at it.
-write_policies() { # SETTINGS_JSON [MODE]
-  local settings=$1 mode=${2:-protect}
-  cat >"$D/policies.yml" <<EOF
-kata-runtime-policy:
-  module: file://$POLICY_FILE
-  policyMode: $mode
-  allowedToMutate: true
-  contextAwareResources:
-    - apiVersion: v1
-      kind: Node
-    - apiVersion: node.k8s.io/v1
-      kind: RuntimeClass
-    - apiVersion: v1
-      kind: PersistentVolumeClaim
-    - apiVersion: v1
-      kind: PersistentVolume
-    - apiVersion: storage.k8s.io/v1
-      kind: StorageClass
-  hostCapabilities: ["*"]
-  settings: $settings
-EOF
+# ---------------------------------------------------------------- Kubewarden
+# There is no Kubewarden controller here: the suite does what it would do with
+# a ClusterAdmissionPolicy, by its rules (kubewarden-controller 1.36:
+# internal/controller/policy_subreconciler_webhook.go for the webhook,
+# policyserver_controller_configmap.go for policy-server's policies.yml),
+# from the object as the API server stored it.
+
+# The namespace Kubewarden runs in (the controller's deploymentsNamespace):
+# policy-server's ServiceAccount is there, and the webhook of every
+# ClusterAdmissionPolicy leaves it out.
+KW_NAMESPACE=kubewarden
+
+# find_crds: the folder of Kubewarden's CRDs in CRDS: KUBEWARDEN_CRDS, else
+# ../shared/kubewarden/crds next to the checkout when it exists (as .ci/run
+# finds ../shared/bin). Without them CRDS is empty and CRDS_MISSING says why.
+CRDS=""
+CRDS_MISSING=""
+find_crds() {
+  local dir=${KUBEWARDEN_CRDS:-$ROOT/../shared/kubewarden/crds}
+  if [[ -z ${KUBEWARDEN_CRDS:-} && ! -d $dir ]]; then
+    CRDS_MISSING="Kubewarden's CRDs not found (set KUBEWARDEN_CRDS to their folder, or put them in ../shared/kubewarden/crds)"
+  elif ! compgen -G "$dir/*.yaml" >/dev/null; then
+    CRDS_MISSING="KUBEWARDEN_CRDS=$dir holds no CRD files (*.yaml)"
+  else
+    CRDS=$(cd "$dir" && pwd)
+    return 0
+  fi
+  return 1
+}
+
+# install_crds: the CRDs into the API server, established (served) before
+# anything uses them.
+install_crds() {
+  local out
+  out=$(k create -f "$CRDS" 2>&1) || die "Kubewarden's CRDs from $CRDS refused: $out"
+  k wait --for condition=established --timeout=60s -f "$CRDS" >/dev/null ||
+    die "Kubewarden's CRDs from $CRDS not established within 60 s"
+  k get crd clusteradmissionpolicies.policies.kubewarden.io >/dev/null 2>&1 ||
+    die "$CRDS has no ClusterAdmissionPolicy CRD"
+  log "Kubewarden's CRDs established: $(k get crd -o name | grep -c 'policies\.kubewarden\.io$') from $CRDS"
+}
+
+# yaml_objects FILE: the objects in FILE as JSON, one a line, as kubectl reads
+# them, without asking the API server (so also for kinds it does not serve).
+yaml_objects() {
+  k annotate --local -o json -f "$1" kata-policy-suite- |
+    jq -c 'if .metadata.annotations == {} then del(.metadata.annotations) else . end'
+}
+
+# use_policy FILE SETTINGS: the ClusterAdmissionPolicy in FILE becomes the
+# policy the suite runs. The suite changes three things in it, no more:
+# spec.module (this checkout's annotated policy.wasm, file://, instead of the
+# registry), SETTINGS merged into spec.settings (the suite's own), and one
+# namespaceSelector expression added, leaving out $BYHAND (where pods get the
+# class by hand, unseen by the webhook). The object is created in the API
+# server and read back: CAP is what the server stored (defaults filled in),
+# POLICY_ID the controller's name for it (clusterwide-<name>), and
+# $D/policies.yml policy-server's configuration, made from CAP. Without the
+# CRDs, CAP is the object as written, with the same changes.
+use_policy() {
+  local file=$1 settings=$2 want name out
+  want=$(yaml_objects "$file" | jq -c --arg wasm "file://$POLICY_FILE" --arg byhand "$BYHAND" --argjson s "$settings" '
+    select(.kind == "ClusterAdmissionPolicy") | .spec.module = $wasm | .spec.settings += $s
+    | .spec.namespaceSelector.matchExpressions += [{key: "kubernetes.io/metadata.name", operator: "NotIn", values: [$byhand]}]')
+  [[ -n $want && $want != *$'\n'* ]] || die "$file: not one ClusterAdmissionPolicy"
+  name=$(jq -r .metadata.name <<<"$want")
+  if [[ -n $CRDS ]]; then
+    out=$(k create -f - <<<"$want" 2>&1) || die "$file, as the suite runs it, refused by the API server: $out"
+    CAP=$(k get clusteradmissionpolicy "$name" -o json)
+  else
+    CAP=$want
+  fi
+  POLICY_ID=clusterwide-$name
+  policies_yml <<<"$CAP" >"$D/policies.yml"
+  log "policy $POLICY_ID from $file, $([[ -n $CRDS ]] && echo "as the API server stored it" || echo "as written (no CRDs)")"
+}
+
+# policies_yml: policy-server's policies.yml for the ClusterAdmissionPolicy on
+# stdin, the entry the controller writes into the PolicyServer's ConfigMap
+# (JSON, which YAML reads): under the policy's unique name, its module, mode,
+# mutating, context-aware resources, settings, message and evaluation timeout
+# as stored, and every host capability (the controller grants "*" to every
+# cluster-wide policy).
+policies_yml() {
+  jq '{("clusterwide-" + .metadata.name): (({
+      namespacedName: {namespace: "", name: .metadata.name},
+      module: .spec.module,
+      policyMode: (.spec.mode // "protect"),
+      allowedToMutate: (.spec.mutating // false),
+      contextAwareResources: .spec.contextAwareResources,
+      settings: .spec.settings,
+      message: .spec.message,
+      timeoutEvalSeconds: .spec.timeoutEvalSeconds
+    } | with_entries(select(.value != null and .value != "" and .value != []))) + {hostCapabilities: ["*"]})}'
 }
 
 start_policy_server() {
@@ -276,32 +348,61 @@ start_policy_server() {
   log "policy-server ready on 127.0.0.1:$PS_PORT"
 }
 
+# webhook_configuration URL: the webhook configuration the controller makes of
+# the ClusterAdmissionPolicy on stdin, pointing at URL (policy-server here;
+# the controller names its Service) with the suite's CA. Mutating when
+# spec.mutating, else Validating; named clusterwide-<name>, path
+# /validate/clusterwide-<name>; rules, failurePolicy, matchPolicy,
+# objectSelector, timeoutSeconds and matchConditions copied (unset ones get
+# the API server's defaults); sideEffects None unless set;
+# admissionReviewVersions [v1]; the namespaceSelector leaves out Kubewarden's
+# namespace, then has the policy's own matchExpressions (the controller keeps
+# only those), unless allowInsideAdmissionControllerNamespace, which takes the
+# policy's selector as it is.
+webhook_configuration() {
+  jq --arg url "$1" --arg ca "$(base64 -w0 <"$D/pki/ca.crt")" --arg kw "$KW_NAMESPACE" '
+    ("clusterwide-" + .metadata.name) as $id | .spec as $s | {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: (if $s.mutating then "MutatingWebhookConfiguration" else "ValidatingWebhookConfiguration" end),
+      metadata: {
+        name: $id,
+        labels: {"app.kubernetes.io/part-of": "kubewarden"},
+        annotations: {kubewardenPolicyName: .metadata.name, kubewardenPolicyNamespace: ""}
+      },
+      webhooks: [{
+        name: ($id + ".kubewarden.admission"),
+        clientConfig: {url: ($url + "/validate/" + $id), caBundle: $ca},
+        rules: $s.rules,
+        failurePolicy: $s.failurePolicy,
+        matchPolicy: $s.matchPolicy,
+        namespaceSelector: (if $s.allowInsideAdmissionControllerNamespace then $s.namespaceSelector
+          else {matchExpressions: ([{key: "kubernetes.io/metadata.name", operator: "NotIn", values: [$kw]}]
+            + ($s.namespaceSelector.matchExpressions // []))} end),
+        objectSelector: $s.objectSelector,
+        sideEffects: ($s.sideEffects // "None"),
+        timeoutSeconds: $s.timeoutSeconds,
+        admissionReviewVersions: ["v1"],
+        matchConditions: $s.matchConditions
+      } | with_entries(select(.value != null))]
+    }'
+}
+
+# register_webhook: CAP's webhook configuration, pointing at the suite's
+# policy-server, into the API server. WEBHOOK is the webhook's name (its audit
+# annotations start with it), WEBHOOK_CONFIG the configuration's kind/name.
 register_webhook() {
-  k apply -f - >/dev/null <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: clusterwide-kata-runtime-policy
-webhooks:
-  - name: clusterwide-kata-runtime-policy.kubewarden.admission
-    admissionReviewVersions: ["v1"]
-    sideEffects: None
-    failurePolicy: Ignore
-    timeoutSeconds: 10
-    matchPolicy: Equivalent
-    reinvocationPolicy: Never
-    clientConfig:
-      url: https://127.0.0.1:$PS_PORT/validate/kata-runtime-policy
-      caBundle: $(base64 -w0 <"$D/pki/ca.crt")
-    rules:
-      - apiGroups: [""]
-        apiVersions: ["v1"]
-        resources: ["pods"]
-        operations: ["CREATE"]
-    namespaceSelector:
-      matchExpressions:
-        - key: kubernetes.io/metadata.name
-          operator: NotIn
-          values: [kube-system, kubewarden, kata-deploy, by-hand]
-EOF
+  local conf
+  conf=$(webhook_configuration "https://127.0.0.1:$PS_PORT" <<<"$CAP")
+  k apply -f - >/dev/null <<<"$conf"
+  WEBHOOK=$(jq -r '.webhooks[0].name' <<<"$conf")
+  WEBHOOK_CONFIG=$(jq -r '.kind + "/" + .metadata.name' <<<"$conf")
+  log "$WEBHOOK_CONFIG registered from the ClusterAdmissionPolicy"
+}
+
+# drop_policy: CAP and its webhook configuration gone, as after
+# `kubectl delete clusteradmissionpolicy` (the controller deletes the
+# webhook).
+drop_policy() {
+  k delete "$WEBHOOK_CONFIG" >/dev/null
+  [[ -z $CRDS ]] || k delete clusteradmissionpolicy "$(jq -r .metadata.name <<<"$CAP")" >/dev/null
 }

@@ -11,6 +11,14 @@
 # KUBECTL to name one directly; else PATH. When one is missing the suite is
 # skipped with one line saying which, and exits 0. Everything listens on
 # 127.0.0.1; every process started is stopped by its PID on exit.
+#
+# Kubewarden's CRDs: KUBEWARDEN_CRDS (their folder), else
+# ../shared/kubewarden/crds next to the checkout. With them, every manifest
+# in examples/ and kwctl's scaffolded ClusterAdmissionPolicy go through the
+# API server (server-side dry run, strict field validation), and the policy
+# the suite runs is examples/cluster-admission-policy.yaml as the API server
+# stored it. Without them those checks are skipped, with a line saying so,
+# and the policy is that example as written.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -26,6 +34,7 @@ done
 for tool in openssl curl jq; do
   command -v "$tool" >/dev/null || die "$tool is needed (scripts/setup.sh installs it)"
 done
+find_crds || true
 WASM=$ROOT/${POLICY:-policy.wasm}
 [[ -f $WASM ]] || die "$WASM not found: make policy.wasm"
 
@@ -42,6 +51,18 @@ cleanup() {
 trap cleanup EXIT
 T0=$(date +%s)
 start_control_plane
+[[ -z $CRDS ]] || install_crds
+
+FAILED=0
+PASSED=0
+fail() {
+  echo "not ok - $*"
+  FAILED=$((FAILED + 1))
+}
+pass() {
+  echo "ok - $*"
+  PASSED=$((PASSED + 1))
+}
 
 # ---------------------------------------------------------------- the cluster
 TENANT=tenant
@@ -49,9 +70,90 @@ BYHAND=by-hand # not covered by the webhook: the same pods, the class set by han
 for ns in kubewarden $TENANT $BYHAND; do
   k create namespace $ns >/dev/null
 done
-for ns in default kubewarden $TENANT $BYHAND; do
+for ns in default kube-system kubewarden $TENANT $BYHAND; do
   k -n $ns create serviceaccount default >/dev/null 2>&1 || true
 done
+
+echo "# manifests: what users apply, through the API server with Kubewarden's CRDs"
+# kubectl apply --dry-run=server --validate=strict: the server validates and
+# defaults each object as it would store it (an unknown field is an error, a
+# value the CRD's schema does not allow is refused) and stores nothing.
+strict() { k apply --dry-run=server --validate=strict -f "$1" 2>&1; }
+if [[ -z $CRDS ]]; then
+  echo "SKIP manifests against Kubewarden's CRDs: $CRDS_MISSING"
+else
+  # Every manifest in examples/: the ClusterAdmissionPolicies and
+  # AdmissionPolicies, rbac.yaml, runtimeclass-kata.yaml, and whatever else
+  # comes. Each must be accepted, without a warning.
+  checked=" "
+  policies=0
+  for f in examples/*.yaml examples/*.yml; do
+    [[ -f $f ]] || continue
+    if ! objs=$(yaml_objects "$f" 2>&1) || [[ -z $objs ]]; then
+      fail "$f: not read as Kubernetes objects: ${objs//$'\n'/ }"
+      continue
+    fi
+    checked+="$f "
+    policies=$((policies + $(jq -s '[.[] | select(.kind | test("^(Cluster)?AdmissionPolicy(Group)?$"))] | length' <<<"$objs")))
+    for ns in $(jq -r '.metadata.namespace // empty' <<<"$objs" | sort -u); do
+      k get namespace "$ns" >/dev/null 2>&1 || k create namespace "$ns" >/dev/null
+    done
+    if ! out=$(strict "$f"); then
+      fail "$f: refused by the API server: ${out//$'\n'/ }"
+    elif [[ $out == *Warning:* ]]; then
+      fail "$f: accepted with a warning: ${out//$'\n'/ }"
+    else
+      pass "$f: accepted: ${out//$'\n'/; }"
+    fi
+  done
+  for f in examples/rbac.yaml examples/runtimeclass-kata.yaml; do
+    [[ $checked == *" $f "* ]] || fail "$f: not found, or not Kubernetes objects"
+  done
+  ((policies > 0)) || fail "examples/: no ClusterAdmissionPolicy or AdmissionPolicy found"
+
+  # What `kwctl scaffold manifest` writes from the annotated module
+  # (`make annotated-policy.wasm` is the same annotation) with the settings
+  # of policy-settings.json, without and with the contextAwareResources the
+  # metadata asks for (README, "Deploy the policy"). Accepted, and the
+  # settings stored as policy-settings.json has them.
+  for extra in "" --allow-context-aware; do
+    what="kwctl scaffold manifest --type ClusterAdmissionPolicy${extra:+ $extra} --settings-path policy-settings.json"
+    file=$D/scaffold${extra}.yaml
+    if ! "$KWCTL" scaffold manifest --type ClusterAdmissionPolicy ${extra:+"$extra"} --settings-path policy-settings.json \
+      "$POLICY_FILE" >"$file" 2>"$D/scaffold.log"; then
+      fail "$what: kwctl failed: $(grep -v WARN "$D/scaffold.log" | tail -1)"
+      continue
+    fi
+    if ! out=$(strict "$file"); then
+      fail "$what: refused by the API server: ${out//$'\n'/ }"
+    elif [[ $out == *Warning:* ]]; then
+      fail "$what: accepted with a warning: ${out//$'\n'/ }"
+    elif [[ $(k create --dry-run=server -o json -f "$file" | jq --slurpfile s policy-settings.json '.spec.settings == $s[0]') != true ]]; then
+      fail "$what: accepted, but the settings stored differ from policy-settings.json: $(k create --dry-run=server -o json -f "$file" | jq -c .spec.settings)"
+    else
+      pass "$what: accepted ($(jq -r '.spec.contextAwareResources // [] | length' < <(yaml_objects "$file")) contextAwareResources), the settings stored as in policy-settings.json: $out"
+    fi
+  done
+
+  # The check can fail: copies of examples/cluster-admission-policy.yaml,
+  # each with one fault, must be refused in the server's words.
+  refused() { # WHAT JQ_EDIT WORDS
+    local out
+    yaml_objects examples/cluster-admission-policy.yaml | jq "$2" >"$D/faulty.json"
+    if out=$(strict "$D/faulty.json"); then
+      fail "a copy with $1: accepted: $out"
+    elif [[ $out != *"$3"* ]]; then
+      fail "a copy with $1: refused, but without '$3': $out"
+    else
+      pass "a copy with $1: refused: ${out//"$D/"/}"
+    fi
+  }
+  refused "one unknown field (spec.timeoutSecond)" '.spec.timeoutSecond = 10' \
+    'strict decoding error: unknown field "spec.timeoutSecond"'
+  refused "mode outside protect/monitor" '.spec.mode = "enforce"' 'spec.mode: Unsupported value: "enforce"'
+  refused "a contextAwareResources entry without kind" '.spec.contextAwareResources[0] |= del(.kind)' \
+    'spec.contextAwareResources[0].kind: Required value'
+fi
 KATA='"katacontainers.io/kata-runtime":"true"'
 ZONE_A='"topology.kubernetes.io/zone":"eu-west-1a","topology.kubernetes.io/region":"eu-west-1"'
 ZONE_B='"topology.kubernetes.io/zone":"eu-west-1b","topology.kubernetes.io/region":"eu-west-1"'
@@ -152,23 +254,18 @@ k -n kubewarden create serviceaccount policy-server >/dev/null
 k apply -f examples/rbac.yaml >/dev/null
 TOKEN=$(k -n kubewarden create token policy-server --duration 2h)
 kubeconfig "$D/policy-server.kubeconfig" policy-server "{token: $TOKEN}"
-SETTINGS='{"allowedRuntimeClasses": ["gvisor"]}'
-write_policies "$SETTINGS"
+# The policy: examples/cluster-admission-policy.yaml, created in the API
+# server and read back (use_policy: the module is this checkout's, $BYHAND is
+# left out), with one setting of the suite's own: allowedRuntimeClasses
+# (gvisor listed). policy-server's policies.yml and the webhook configuration
+# are made from the stored object, by the controller's rules.
+use_policy examples/cluster-admission-policy.yaml '{"allowedRuntimeClasses": ["gvisor"]}'
+SETTINGS=$(jq -c '.spec.settings // {}' <<<"$CAP")
 start_policy_server
 register_webhook
 log "cluster ready after $(($(date +%s) - T0)) s"
 
 # ---------------------------------------------------------------- checks
-FAILED=0
-PASSED=0
-fail() {
-  echo "not ok - $*"
-  FAILED=$((FAILED + 1))
-}
-pass() {
-  echo "ok - $*"
-  PASSED=$((PASSED + 1))
-}
 
 # manifest_json FILE: the manifest as JSON, without the namespace kubectl adds.
 manifest_json() { k create --dry-run=client -o json -f "$1" | jq 'del(.metadata.namespace)'; }
@@ -322,6 +419,55 @@ scenario() {
   fi
 }
 
+echo "# the webhook registration: the controller's, from the ClusterAdmissionPolicy $([[ -n $CRDS ]] && echo "as the API server stored it" || echo "as written (no CRDs)")"
+# The webhook configuration the API server holds, against what
+# examples/cluster-admission-policy.yaml says as written (with the suite's
+# $BYHAND expression) and the API server's defaults for what it leaves out.
+served=$(k get "$WEBHOOK_CONFIG" -o json | jq -cS '.webhooks[0] | {name, admissionReviewVersions, sideEffects,
+  path: (.clientConfig.url | sub("^https://[^/]*"; "")), rules, failurePolicy, matchPolicy, timeoutSeconds,
+  objectSelector, namespaceSelector, matchConditions}')
+expected=$(yaml_objects examples/cluster-admission-policy.yaml | jq -cS --arg kw "$KW_NAMESPACE" --arg byhand "$BYHAND" '
+  ("clusterwide-" + .metadata.name) as $id | .spec as $s
+  | {key: "kubernetes.io/metadata.name", operator: "NotIn"} as $name
+  | {name: ($id + ".kubewarden.admission"), admissionReviewVersions: ["v1"], sideEffects: ($s.sideEffects // "None"),
+     path: ("/validate/" + $id), rules: ($s.rules | map({scope: "*"} + .)), failurePolicy: ($s.failurePolicy // "Fail"),
+     matchPolicy: ($s.matchPolicy // "Equivalent"), timeoutSeconds: ($s.timeoutSeconds // 10),
+     objectSelector: ($s.objectSelector // {}), matchConditions: $s.matchConditions,
+     namespaceSelector: (if $s.allowInsideAdmissionControllerNamespace then ($s.namespaceSelector // {})
+       else {matchExpressions: ([$name + {values: [$kw]}] + ($s.namespaceSelector.matchExpressions // []))} end
+       | .matchExpressions += [$name + {values: [$byhand]}])}')
+if [[ $served == "$expected" ]]; then
+  pass "$WEBHOOK_CONFIG: examples/cluster-admission-policy.yaml's $(jq -r '"rules, failurePolicy \(.failurePolicy), timeoutSeconds \(.timeoutSeconds), path \(.path), namespaceSelector \([.namespaceSelector.matchExpressions[] | "\(.operator) \(.values)"] | join(" + "))"' <<<"$served")"
+else
+  fail "$WEBHOOK_CONFIG: holds $served; examples/cluster-admission-policy.yaml gives $expected"
+fi
+# policy-server's policies.yml against the example as written: its mode,
+# mutating, contextAwareResources and settings (allowedRuntimeClasses the
+# suite's), the module the suite's, every host capability.
+ps_entry=$(jq -cS --arg id "$POLICY_ID" '.[$id] | {"module": .module, policyMode, allowedToMutate, contextAwareResources, settings, hostCapabilities}' "$D/policies.yml")
+want_entry=$(yaml_objects examples/cluster-admission-policy.yaml | jq -cS --arg wasm "file://$POLICY_FILE" '.spec as $s
+  | {"module": $wasm, policyMode: ($s.mode // "protect"), allowedToMutate: ($s.mutating // false),
+     contextAwareResources: $s.contextAwareResources, settings: ($s.settings + {allowedRuntimeClasses: ["gvisor"]}),
+     hostCapabilities: ["*"]}')
+if [[ $ps_entry == "$want_entry" ]]; then
+  pass "policies.yml: $POLICY_ID, $(jq -r '"\(.policyMode), allowedToMutate \(.allowedToMutate), \(.contextAwareResources | length) contextAwareResources, \(.settings | length) settings"' <<<"$ps_entry") as examples/cluster-admission-policy.yaml has them, every host capability"
+else
+  fail "policies.yml: $ps_entry; examples/cluster-admission-policy.yaml gives $want_entry"
+fi
+# Through the API server: a plain pod is mutated in $TENANT, and never seen
+# in Kubewarden's namespace (the controller's exclusion) or in kube-system
+# (the example's). Server-side dry runs: nothing stored, nothing placed.
+dry_class() {
+  manifest_json tests/cluster/pods/plain.yaml | k -n "$1" create --dry-run=server -o json -f - 2>/dev/null |
+    jq -r '.spec.runtimeClassName // "none"'
+}
+seen="$TENANT: $(dry_class $TENANT), $KW_NAMESPACE: $(dry_class "$KW_NAMESPACE"), kube-system: $(dry_class kube-system)"
+if [[ $seen == "$TENANT: kata, $KW_NAMESPACE: none, kube-system: none" ]]; then
+  pass "namespaceSelector through the API server: a plain pod's class in $seen"
+else
+  fail "namespaceSelector through the API server: a plain pod's class in $seen"
+fi
+
 echo "# scenarios: each pod through the real webhook, placed by the real scheduler"
 scenario plain mutated
 scenario seed unchanged "didn't match Pod's node affinity/selector" confirm "didn't match Pod's node affinity/selector"
@@ -458,8 +604,8 @@ dra_scenario() {
     return
   fi
   audit=$(audit_of "$name")
-  if [[ $(jq -r '.["clusterwide-kata-runtime-policy.kubewarden.admission/decision"]' <<<"$audit") != unchanged ||
-    $(jq -r '.["clusterwide-kata-runtime-policy.kubewarden.admission/reason"]' <<<"$audit") != "$reason" ]]; then
+  if [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"$audit") != unchanged ||
+    $(jq -r --arg w "$WEBHOOK" '.[$w + "/reason"]' <<<"$audit") != "$reason" ]]; then
     fail "$name: audit annotations: $audit"
     return
   fi
@@ -554,8 +700,8 @@ for _ in $(seq 1 25); do
   [[ -z $audit ]] || break
   sleep 0.2
 done
-if [[ $(jq -r '.["clusterwide-kata-runtime-policy.kubewarden.admission/decision"]' <<<"${audit:-null}") == mutated &&
-  $(jq -r '.["clusterwide-kata-runtime-policy.kubewarden.admission/reason"]' <<<"${audit:-null}") == "$PAIR_WARNING" ]]; then
+if [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"${audit:-null}") == mutated &&
+  $(jq -r --arg w "$WEBHOOK" '.[$w + "/reason"]' <<<"${audit:-null}") == "$PAIR_WARNING" ]]; then
   pass "handler-pair: audit decision mutated, the warning as the reason"
 else
   fail "handler-pair: audit annotations: $audit"
@@ -644,27 +790,40 @@ else
 fi
 k apply -f examples/rbac.yaml >/dev/null
 
-# Settings the policy refuses: policy-server does not start, with the message.
+# Settings the policy refuses: the CRD takes any settings (the API server
+# would store the policy), policy-server does not start, with the policy's
+# message.
 bad=$D/bad-policies.yml
-sed 's/^  settings: .*/  settings: {"skipPodsUsing": ["dockerSocket"]}/' "$D/policies.yml" >"$bad"
-free_port BAD_PORT 34000
-free_port BAD_READY 38181
-set +e
-out=$(KUBECONFIG="$D/policy-server.kubeconfig" timeout 120 "$POLICY_SERVER" --addr 127.0.0.1 --port "$BAD_PORT" \
-  --readiness-probe-port "$BAD_READY" --cert-file "$D/pki/policy-server.crt" --key-file "$D/pki/policy-server.key" \
-  --policies "$bad" --policies-download-dir "$D/downloads" --sigstore-cache-dir "$D/sigstore" --log-no-color 2>&1)
-status=$?
-set -e
-if ((status != 0 && status != 124)) && [[ $out == *'unknown feature \"dockerSocket\"'* || $out == *'unknown feature "dockerSocket"'* ]]; then
-  pass "refused settings: policy-server exits ($status) with the policy's message"
+bad_cap=$(jq -c '{apiVersion, kind, metadata: {name: (.metadata.name + "-bad-settings")}, spec}
+  | .spec.settings = {"skipPodsUsing": ["dockerSocket"]}' <<<"$CAP")
+if [[ -n $CRDS ]] && ! bad_cap=$(k create --dry-run=server -o json -f - <<<"$bad_cap" 2>&1); then
+  fail "refused settings: the API server refuses the policy itself: $bad_cap"
 else
-  fail "refused settings: exit $status: $(tail -3 <<<"$out")"
+  policies_yml <<<"$bad_cap" >"$bad"
+  free_port BAD_PORT 34000
+  free_port BAD_READY 38181
+  set +e
+  out=$(KUBECONFIG="$D/policy-server.kubeconfig" timeout 120 "$POLICY_SERVER" --addr 127.0.0.1 --port "$BAD_PORT" \
+    --readiness-probe-port "$BAD_READY" --cert-file "$D/pki/policy-server.crt" --key-file "$D/pki/policy-server.key" \
+    --policies "$bad" --policies-download-dir "$D/downloads" --sigstore-cache-dir "$D/sigstore" --log-no-color 2>&1)
+  status=$?
+  set -e
+  if ((status != 0 && status != 124)) && [[ $out == *'unknown feature \"dockerSocket\"'* || $out == *'unknown feature "dockerSocket"'* ]]; then
+    pass "refused settings: $([[ -z $CRDS ]] || echo "accepted by the CRD, ")policy-server exits ($status) with the policy's message"
+  else
+    fail "refused settings: exit $status: $(tail -3 <<<"$out")"
+  fi
 fi
 
-# Monitor mode: no mutation.
+# Monitor mode: no mutation. Kubewarden refuses a protect -> monitor change
+# of a policy ("Recreate instead"): the protect policy goes with its webhook,
+# and examples/cluster-admission-policy-monitor.yaml comes in (use_policy's
+# changes, its own settings).
 stop_one policy-server
-write_policies "$SETTINGS" monitor
+drop_policy
+use_policy examples/cluster-admission-policy-monitor.yaml '{}'
 start_policy_server
+register_webhook
 out=$(fresh_pod monitored)
 sleep 1 # the audit log is written asynchronously
 audit=$(jq -c 'select(.objectRef.name == "monitored" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
@@ -674,13 +833,14 @@ else
   fail "monitor mode: class $(class_of monitored), audit annotations: $audit"
 fi
 
-# policy-server gone: failurePolicy Ignore admits the pod unchanged.
+# policy-server gone: failurePolicy Ignore (the monitor example's) admits the
+# pod unchanged.
 stop_one policy-server
 t=$(date +%s%N)
 out=$(fresh_pod no-server)
 ms=$((($(date +%s%N) - t) / 1000000))
 if [[ $(class_of no-server) == none ]]; then
-  pass "policy-server stopped: admitted unchanged in ${ms} ms (failurePolicy Ignore)"
+  pass "policy-server stopped: admitted unchanged in ${ms} ms (failurePolicy $(k get "$WEBHOOK_CONFIG" -o jsonpath='{.webhooks[0].failurePolicy}'))"
 else
   fail "policy-server stopped: $out"
 fi
