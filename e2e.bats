@@ -9,12 +9,14 @@ KWCTL=${KWCTL:-kwctl}
 POLICY=${POLICY:-annotated-policy.wasm}
 
 # kwctl_run REQUEST SESSION [SETTINGS_JSON]
+# SESSION is a file of test_data/sessions, or an absolute path.
 kwctl_run() {
   local request=$1 session=$2 settings=${3:-'{}'}
+  [[ "$session" == /* ]] || session="test_data/sessions/$session"
   run "$KWCTL" run --allow-context-aware \
     --request-path "test_data/$request" \
     --settings-json "$settings" \
-    --replay-host-capabilities-interactions "test_data/sessions/$session" \
+    --replay-host-capabilities-interactions "$session" \
     "$POLICY"
   # Logs go to stderr; the response is the last line of stdout.
   response=$(printf '%s\n' "$output" | grep '^{' | tail -n 1)
@@ -34,6 +36,20 @@ decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" 
 reason_is() { [ "$(jq -r '.auditAnnotations.reason' <<<"$response")" = "$1" ]; }
 # The warning and the audit reason both say $1.
 explained() { warning_is "$1" && reason_is "$1"; }
+# An empty recording: any call the policy makes to the cluster fails, and
+# the outcome is then a lookup failure, not the expected reason.
+no_host_calls() {
+  printf '[]\n' >"$BATS_TEST_TMPDIR/no-host-calls.yml"
+  echo "$BATS_TEST_TMPDIR/no-host-calls.yml"
+}
+ASSIGNED='runtimeClassName "kata" assigned: a kata node can run this pod'
+# The default skipPodsUsing, written out; each *_OFF list is it without one feature.
+DEFAULT_SKIPS='["hostNamespaces","userNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources"]'
+HOST_SOCKETS_OFF='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","hostDevices","mountPropagation","deviceResources","dynamicResources"]}'
+DYNAMIC_RESOURCES_OFF='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources"]}'
+# The defaults plus privileged: for a Kata runtime configured with
+# privileged_without_host_devices = false.
+PRIVILEGED_ON='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","privileged","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources"]}'
 
 @test "plain pod on a cluster with kata workers gets the kata runtime" {
   kwctl_run pod-plain.json kata-workers.yml
@@ -193,19 +209,45 @@ explained() { warning_is "$1" && reason_is "$1"; }
   warning_is "kata runtime not assigned: the pod uses hostNetwork, which Kata Containers cannot provide (skipPodsUsing: hostNamespaces)"
 }
 
-@test "a CSI node plugin is never given kata: privileged, kubelet sockets, propagation, /dev" {
+# What keeps the CSI node plugin off Kata: its kubelet sockets, /dev and
+# Bidirectional propagation, one finding each, in report order.
+CSI_FINDINGS=(
+  "container \"node-driver-registrar\" mounts host socket path /var/lib/kubelet/plugins/csi.example.com (under /var/lib/kubelet/plugins) (hostPath volume \"socket-dir\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)"
+  "container \"csi-plugin\" mounts host socket path /var/lib/kubelet/plugins/csi.example.com (under /var/lib/kubelet/plugins) (hostPath volume \"socket-dir\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)"
+  "container \"node-driver-registrar\" mounts host socket path /var/lib/kubelet/plugins_registry (in hostSocketPaths) (hostPath volume \"registration-dir\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)"
+  "container \"csi-plugin\" mounts host socket path /var/lib/kubelet/plugins (in hostSocketPaths) (hostPath volume \"plugins-dir\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)"
+  "container \"csi-plugin\" mounts host device path /dev (hostPath volume \"dev-dir\"), but Kata gives it the VM's device node, not the host's (skipPodsUsing: hostDevices)"
+  "container \"csi-plugin\" mounts hostPath volume \"mountpoint-dir\" (/var/lib/kubelet/pods) with mountPropagation Bidirectional, which does not cross the Kata VM boundary (skipPodsUsing: mountPropagation)"
+  "container \"csi-plugin\" mounts hostPath volume \"plugins-dir\" (/var/lib/kubelet/plugins) with mountPropagation Bidirectional, which does not cross the Kata VM boundary (skipPodsUsing: mountPropagation)"
+)
+# "kata runtime not assigned: " and the findings joined by "; ".
+joined_reason() {
+  local IFS=$'\x1f'
+  local text="$*"
+  echo "kata runtime not assigned: ${text//$'\x1f'/; }"
+}
+
+@test "a CSI node plugin is never given kata: kubelet sockets, /dev, Bidirectional propagation" {
   kwctl_run pod-csi-node-plugin.json node-worker-2.yml
   [ "$status" -eq 0 ]
   allowed true
   no_patch
   decision_is unchanged
-  warning=$(jq -r '.warnings[0]' <<<"$response")
-  [ "${#warning}" -le 255 ]
-  [[ "$warning" == 'kata runtime not assigned: container "csi-plugin" is privileged, and a privileged container under Kata gets the VM'"'"'s devices, not the host'"'"'s (skipPodsUsing: privileged); '* ]]
-  reason=$(jq -r .auditAnnotations.reason <<<"$response")
-  for feature in privileged hostSockets hostDevices mountPropagation; do
-    [[ "$reason" == *"(skipPodsUsing: $feature)"* ]]
-  done
+  # Its privileged container is not a reason by default: the host paths are.
+  reason_is "$(joined_reason "${CSI_FINDINGS[@]}")"
+  # The warning is cut to 255 bytes.
+  warning_is "kata runtime not assigned: container \"node-driver-registrar\" mounts host socket path /var/lib/kubelet/plugins/csi.example.com (under /var/lib/kubelet/plugins) (hostPath volume \"socket-dir\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets); co..."
+  [ "$(jq -r '.warnings[0] | utf8bytelength' <<<"$response")" -eq 255 ]
+}
+
+@test "privileged opted in: the CSI node plugin's privileged container comes first" {
+  kwctl_run pod-csi-node-plugin.json node-worker-2.yml "$PRIVILEGED_ON"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  reason_is "$(joined_reason "container \"csi-plugin\" is privileged, and a privileged container under Kata gets the VM's devices, not the host's (skipPodsUsing: privileged)" "${CSI_FINDINGS[@]}")"
+  warning_is "kata runtime not assigned: container \"csi-plugin\" is privileged, and a privileged container under Kata gets the VM's devices, not the host's (skipPodsUsing: privileged); container \"node-driver-registrar\" mounts host socket path /var/lib/kubelet/plugins..."
 }
 
 @test "noFeasibleNode=reject still admits a pod kata cannot run, unchanged" {
@@ -225,7 +267,7 @@ explained() { warning_is "$1" && reason_is "$1"; }
 }
 
 @test "the same agent gets kata once hostSockets is off" {
-  kwctl_run pod-docker-agent.json kata-workers.yml '{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","privileged","hostDevices","mountPropagation","deviceResources"]}'
+  kwctl_run pod-docker-agent.json kata-workers.yml "$HOST_SOCKETS_OFF"
   [ "$status" -eq 0 ]
   allowed true
   only_runtime_class_patch kata
@@ -245,6 +287,84 @@ explained() { warning_is "$1" && reason_is "$1"; }
   allowed true
   no_patch
   warning_is 'kata runtime not assigned: container "cuda" asks for nvidia.com/gpu, a device plugin'"'"'s host device that Kata does not pass into its VM (Kata passes VFIO devices) (skipPodsUsing: deviceResources)'
+}
+
+# Dynamic Resource Allocation: the pod's spec.resourceClaims.
+DRA_TEMPLATE_REASON='kata runtime not assigned: claim "gpu" (ResourceClaimTemplate "one-gpu"), used by container "cuda", init container "gpu-metrics", asks for DRA-allocated devices, which Kata does not pass into its VM (skipPodsUsing: dynamicResources)'
+DRA_CLAIM_REASON='kata runtime not assigned: claim "nic" (ResourceClaim "shared-nic"), used by container "router", asks for DRA-allocated devices, which Kata does not pass into its VM (skipPodsUsing: dynamicResources)'
+
+@test "a claim from a ResourceClaimTemplate, used by a container and a sidecar, is left alone without asking the cluster" {
+  kwctl_run pod-dra-template.json "$(no_host_calls)"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  explained "$DRA_TEMPLATE_REASON"
+}
+
+@test "a claim by name (ResourceClaim) is left alone; the container that does not use it is not named" {
+  kwctl_run pod-dra-claim.json "$(no_host_calls)"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  explained "$DRA_CLAIM_REASON"
+}
+
+@test "a DRA pod is admitted unchanged whatever noFeasibleNode and lookupFailure say" {
+  local strict='{"noFeasibleNode":"reject","lookupFailure":"reject"}'
+  kwctl_run pod-dra-template.json "$(no_host_calls)" "$strict"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  explained "$DRA_TEMPLATE_REASON"
+  kwctl_run pod-dra-claim.json "$(no_host_calls)" "$strict"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  explained "$DRA_CLAIM_REASON"
+}
+
+@test "dynamicResources removed: DRA pods are judged on scheduling, and kata workers fit" {
+  kwctl_run pod-dra-template.json kata-workers.yml "$DYNAMIC_RESOURCES_OFF"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+  reason_is "$ASSIGNED"
+  kwctl_run pod-dra-claim.json kata-workers.yml "$DYNAMIC_RESOURCES_OFF"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+}
+
+@test "a plain privileged builder (Docker-in-Docker) gets kata: root in the VM, not on the node" {
+  kwctl_run pod-dind-builder.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+  reason_is "$ASSIGNED"
+  # The default list written out decides the same.
+  kwctl_run pod-dind-builder.json kata-workers.yml "{\"skipPodsUsing\":$DEFAULT_SKIPS}"
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  decision_is mutated
+}
+
+@test "privileged opted in: the builder is left alone, without asking the cluster" {
+  kwctl_run pod-dind-builder.json "$(no_host_calls)" "$PRIVILEGED_ON"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  explained "kata runtime not assigned: container \"dind\" is privileged, and a privileged container under Kata gets the VM's devices, not the host's (skipPodsUsing: privileged)"
 }
 
 @test "an unknown skipPodsUsing feature is refused with the known names" {
@@ -379,7 +499,8 @@ explained() { warning_is "$1" && reason_is "$1"; }
 # Runtime handlers: what each node's kubelet reports its container runtime
 # loaded (status.runtimeHandlers). The sessions' RuntimeClass is "kata" with
 # handler "kata-qemu": the pod gets the class name, the nodes report the handler.
-USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","privileged","hostSockets","hostDevices","mountPropagation","deviceResources"]}'
+# The default skipPodsUsing without userNamespaces.
+USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources"]}'
 
 @test "the k3s story: labelled nodes whose runtime never loaded kata-qemu leave the pod alone" {
   kwctl_run pod-plain.json handlers-k3s.yml

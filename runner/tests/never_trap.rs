@@ -243,8 +243,9 @@ fn hostile_runtime_handlers_never_trap() {
 
     // The features a hostUsers: false pod needs: only `true` supports one.
     let userns = request("pod-user-namespace.json");
-    let settings = json!({"skipPodsUsing": ["hostNamespaces", "windows", "privileged",
-        "hostSockets", "hostDevices", "mountPropagation", "deviceResources"]});
+    // The default skipPodsUsing without userNamespaces.
+    let settings = json!({"skipPodsUsing": ["hostNamespaces", "windows", "hostSockets",
+        "hostDevices", "mountPropagation", "deviceResources", "dynamicResources"]});
     let unsupported = "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) \
                        report runtime handler \"kata-qemu\" without features.userNamespaces \
                        (the pod sets hostUsers: false)";
@@ -281,4 +282,212 @@ fn hostile_runtime_handlers_never_trap() {
         verdict["audit_annotations"]["decision"], "mutated",
         "{verdict}"
     );
+}
+
+/// How a hostile `spec.resourceClaims` or `resources.claims` is judged.
+enum Outcome {
+    /// Judged on scheduling: the kata workers fit.
+    Mutated,
+    /// Left alone before any query, with this reason.
+    Unchanged(String),
+    /// Refused as not a valid Pod (the API server never sends one).
+    Invalid,
+}
+
+/// Odd shapes of DRA claims through the compiled policy: a well-formed
+/// verdict every time, and no query to the cluster for a pod with a claim.
+#[test]
+fn hostile_resource_claims_never_trap() {
+    let p = policy();
+    let template = request("pod-dra-template.json");
+    let finding = |claim: &str, used_by: &str| {
+        format!(
+            "claim {claim}, used by {used_by}, asks for DRA-allocated devices, which Kata does not \
+             pass into its VM (skipPodsUsing: dynamicResources)"
+        )
+    };
+    let both = "container \"cuda\", init container \"gpu-metrics\"";
+    let unchanged = |findings: &[String]| {
+        Outcome::Unchanged(format!(
+            "kata runtime not assigned: {}",
+            findings.join("; ")
+        ))
+    };
+    let nested = Value::from_str(&format!("{}{}", "[".repeat(60), "]".repeat(60))).unwrap();
+    let many: Vec<Value> = (0..1000)
+        .map(|i| json!({"name": format!("c{i}"), "resourceClaimName": "x"}))
+        .collect();
+    // (JSON pointer in the pod spec, value there, outcome)
+    let cases: Vec<(&str, Value, Outcome)> = vec![
+        // Not a list: not a Pod.
+        ("/resourceClaims", json!({"name": "gpu"}), Outcome::Invalid),
+        ("/resourceClaims", json!("gpu"), Outcome::Invalid),
+        ("/resourceClaims", json!(1), Outcome::Invalid),
+        ("/resourceClaims", json!([null]), Outcome::Invalid),
+        ("/resourceClaims", json!([{"name": 7}]), Outcome::Invalid),
+        (
+            "/resourceClaims",
+            json!([{"name": "gpu", "resourceClaimName": ["x"]}]),
+            Outcome::Invalid,
+        ),
+        // No claim.
+        ("/resourceClaims", json!(null), Outcome::Mutated),
+        ("/resourceClaims", json!([]), Outcome::Mutated),
+        // A claim without a name: no container uses it.
+        (
+            "/resourceClaims",
+            json!([{"resourceClaimTemplateName": "one-gpu"}]),
+            unchanged(&[finding(
+                "\"\" (ResourceClaimTemplate \"one-gpu\")",
+                "no container",
+            )]),
+        ),
+        // Neither source (the API server refuses it): the claim alone.
+        (
+            "/resourceClaims",
+            json!([{"name": "gpu"}]),
+            unchanged(&[finding("\"gpu\"", both)]),
+        ),
+        (
+            "/resourceClaims",
+            json!([{"name": "gpu", "resourceClaimName": null, "resourceClaimTemplateName": ""}]),
+            unchanged(&[finding("\"gpu\"", both)]),
+        ),
+        // Both sources set (the API server refuses it): the template is named.
+        (
+            "/resourceClaims",
+            json!([{"name": "gpu", "resourceClaimName": "shared", "resourceClaimTemplateName": "one-gpu"}]),
+            unchanged(&[finding("\"gpu\" (ResourceClaimTemplate \"one-gpu\")", both)]),
+        ),
+        // An empty template name does not hide the claim's name.
+        (
+            "/resourceClaims",
+            json!([{"name": "gpu", "resourceClaimName": "shared", "resourceClaimTemplateName": ""}]),
+            unchanged(&[finding("\"gpu\" (ResourceClaim \"shared\")", both)]),
+        ),
+        // Unknown fields and nested junk are ignored.
+        (
+            "/resourceClaims",
+            json!([{"name": "gpu", "resourceClaimTemplateName": "one-gpu", "x": nested.clone()}]),
+            unchanged(&[finding("\"gpu\" (ResourceClaimTemplate \"one-gpu\")", both)]),
+        ),
+        // Control characters are escaped, never written raw.
+        (
+            "/resourceClaims",
+            json!([{"name": "\u{7}\"gpu", "resourceClaimTemplateName": "a\nb"}]),
+            unchanged(&[finding(
+                "\"\\u{7}\\\"gpu\" (ResourceClaimTemplate \"a\\nb\")",
+                "no container",
+            )]),
+        ),
+        // Two claims of the same name: both named, both used.
+        (
+            "/resourceClaims",
+            json!([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"},
+                   {"name": "gpu", "resourceClaimName": "dup"}]),
+            unchanged(&[
+                finding("\"gpu\" (ResourceClaimTemplate \"one-gpu\")", both),
+                finding("\"gpu\" (ResourceClaim \"dup\")", both),
+            ]),
+        ),
+        // A thousand claims: every one in the reason.
+        (
+            "/resourceClaims",
+            Value::from(many),
+            unchanged(
+                &(0..1000)
+                    .map(|i| finding(&format!("\"c{i}\" (ResourceClaim \"x\")"), "no container"))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        // resources.claims not a list, or an entry that is not an object.
+        (
+            "/containers/0/resources/claims",
+            json!({"name": "gpu"}),
+            Outcome::Invalid,
+        ),
+        (
+            "/initContainers/0/resources/claims",
+            json!("gpu"),
+            Outcome::Invalid,
+        ),
+        (
+            "/containers/0/resources/claims",
+            json!([null]),
+            Outcome::Invalid,
+        ),
+        // A use without a name, or of another claim, names no claim.
+        (
+            "/containers/0/resources/claims",
+            json!([{}, {"name": "other"}, {"name": "gpu", "request": "a", "x": nested}]),
+            unchanged(&[finding("\"gpu\" (ResourceClaimTemplate \"one-gpu\")", both)]),
+        ),
+        (
+            "/containers/0/resources/claims",
+            json!([{}, {"name": "other"}]),
+            unchanged(&[finding(
+                "\"gpu\" (ResourceClaimTemplate \"one-gpu\")",
+                "init container \"gpu-metrics\"",
+            )]),
+        ),
+        (
+            "/initContainers/0/resources/claims",
+            json!(null),
+            unchanged(&[finding(
+                "\"gpu\" (ResourceClaimTemplate \"one-gpu\")",
+                "container \"cuda\"",
+            )]),
+        ),
+    ];
+    for (pointer, value, outcome) in cases {
+        let mut pod = template.clone();
+        *pod["object"]["spec"]
+            .pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{pointer}")) = value.clone();
+        let s = match outcome {
+            Outcome::Mutated => session("kata-workers.yml"),
+            _ => Session::from_exchanges([]),
+        };
+        let verdict = p
+            .validate(&pod, &json!({}), s)
+            .unwrap_or_else(|e| panic!("trap: {e:#} for {pointer} = {value}"));
+        let value_text: String = value.to_string().chars().take(200).collect();
+        let context = format!("{pointer} = {value_text}: {verdict}");
+        let warning = verdict["warnings"][0].as_str().unwrap_or_default();
+        assert!(warning.len() <= 255 && !warning.contains('\n'), "{context}");
+        match outcome {
+            Outcome::Mutated => {
+                assert_eq!(verdict["accepted"], true, "{context}");
+                assert_eq!(
+                    verdict["mutated_object"]["spec"]["runtimeClassName"], "kata",
+                    "{context}"
+                );
+                assert_eq!(p.take_session().remaining(), 0, "{context}");
+            }
+            Outcome::Unchanged(reason) => {
+                assert_eq!(verdict["accepted"], true, "{context}");
+                assert_eq!(verdict["mutated_object"], Value::Null, "{context}");
+                assert_eq!(
+                    verdict["audit_annotations"]["decision"], "unchanged",
+                    "{context}"
+                );
+                assert_eq!(verdict["audit_annotations"]["reason"], reason, "{context}");
+                assert!(
+                    reason.starts_with(warning.trim_end_matches("...")),
+                    "{context}"
+                );
+            }
+            Outcome::Invalid => {
+                assert_eq!(verdict["accepted"], false, "{context}");
+                assert_eq!(verdict["code"], 400, "{context}");
+                assert!(
+                    verdict["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .starts_with("the object is not a valid Pod: "),
+                    "{context}"
+                );
+            }
+        }
+    }
 }

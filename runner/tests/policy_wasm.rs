@@ -190,6 +190,49 @@ fn resources_overhead_and_topology_labels() {
     );
 }
 
+/// The default `skipPodsUsing`, written out, without `off` and with `on`.
+fn defaults_with(off: &str, on: &str) -> Value {
+    let mut features: Vec<&str> = [
+        "hostNamespaces",
+        "userNamespaces",
+        "windows",
+        "hostSockets",
+        "hostDevices",
+        "mountPropagation",
+        "deviceResources",
+        "dynamicResources",
+    ]
+    .into_iter()
+    .filter(|f| *f != off)
+    .collect();
+    if !on.is_empty() {
+        features.push(on);
+    }
+    json!({ "skipPodsUsing": features })
+}
+
+/// The CSI node plugin's findings under the defaults: its kubelet sockets,
+/// /dev and Bidirectional propagation (its privileged container is not one).
+const CSI_FINDINGS: [&str; 7] = [
+    "container \"node-driver-registrar\" mounts host socket path /var/lib/kubelet/plugins/csi.example.com \
+     (under /var/lib/kubelet/plugins) (hostPath volume \"socket-dir\"), which a Kata VM cannot reach \
+     (skipPodsUsing: hostSockets)",
+    "container \"csi-plugin\" mounts host socket path /var/lib/kubelet/plugins/csi.example.com \
+     (under /var/lib/kubelet/plugins) (hostPath volume \"socket-dir\"), which a Kata VM cannot reach \
+     (skipPodsUsing: hostSockets)",
+    "container \"node-driver-registrar\" mounts host socket path /var/lib/kubelet/plugins_registry \
+     (in hostSocketPaths) (hostPath volume \"registration-dir\"), which a Kata VM cannot reach \
+     (skipPodsUsing: hostSockets)",
+    "container \"csi-plugin\" mounts host socket path /var/lib/kubelet/plugins (in hostSocketPaths) \
+     (hostPath volume \"plugins-dir\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)",
+    "container \"csi-plugin\" mounts host device path /dev (hostPath volume \"dev-dir\"), but Kata gives \
+     it the VM's device node, not the host's (skipPodsUsing: hostDevices)",
+    "container \"csi-plugin\" mounts hostPath volume \"mountpoint-dir\" (/var/lib/kubelet/pods) with \
+     mountPropagation Bidirectional, which does not cross the Kata VM boundary (skipPodsUsing: mountPropagation)",
+    "container \"csi-plugin\" mounts hostPath volume \"plugins-dir\" (/var/lib/kubelet/plugins) with \
+     mountPropagation Bidirectional, which does not cross the Kata VM boundary (skipPodsUsing: mountPropagation)",
+];
+
 #[test]
 fn pods_kata_cannot_run() {
     let p = policy();
@@ -200,22 +243,32 @@ fn pods_kata_cannot_run() {
         json!({}),
     );
     assert_unchanged(&csi);
-    let reason = &csi.audit_annotations.as_ref().unwrap()["reason"];
-    for feature in [
-        "privileged",
-        "hostSockets",
-        "hostDevices",
-        "mountPropagation",
-    ] {
-        assert!(
-            reason.contains(&format!("(skipPodsUsing: {feature})")),
-            "{feature}: {reason}"
-        );
-    }
-    assert!(
-        warning(&csi)
-            .starts_with("kata runtime not assigned: container \"csi-plugin\" is privileged"),
-        "{csi}"
+    assert_eq!(
+        csi.audit_annotations.as_ref().unwrap()["reason"],
+        format!("kata runtime not assigned: {}", CSI_FINDINGS.join("; "))
+    );
+    assert_eq!(
+        warning(&csi),
+        "kata runtime not assigned: container \"node-driver-registrar\" mounts host socket path \
+         /var/lib/kubelet/plugins/csi.example.com (under /var/lib/kubelet/plugins) (hostPath volume \
+         \"socket-dir\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets); co..."
+    );
+    assert_eq!(warning(&csi).len(), 255);
+    // With privileged opted in, its privileged container comes first.
+    let opted_in = run(
+        &p,
+        "pod-csi-node-plugin.json",
+        "node-worker-2.yml",
+        defaults_with("", "privileged"),
+    );
+    assert_unchanged(&opted_in);
+    assert_eq!(
+        opted_in.audit_annotations.as_ref().unwrap()["reason"],
+        format!(
+            "kata runtime not assigned: container \"csi-plugin\" is privileged, and a privileged \
+             container under Kata gets the VM's devices, not the host's (skipPodsUsing: privileged); {}",
+            CSI_FINDINGS.join("; ")
+        )
     );
     // Even where a kata node has GPUs, the device plugin's GPU is not passed in.
     let gpu = run(&p, "pod-gpu.json", "kata-gpu-group.yml", json!({}));
@@ -225,11 +278,109 @@ fn pods_kata_cannot_run() {
         "{gpu:?}"
     );
     // With hostSockets off, the agent is judged on scheduling: it fits.
-    let off = json!({"skipPodsUsing": ["hostNamespaces", "userNamespaces", "windows",
-        "privileged", "hostDevices", "mountPropagation", "deviceResources"]});
     assert_only_runtime_class_added(
-        &run(&p, "pod-docker-agent.json", "kata-workers.yml", off),
+        &run(
+            &p,
+            "pod-docker-agent.json",
+            "kata-workers.yml",
+            defaults_with("hostSockets", ""),
+        ),
         "kata",
+    );
+}
+
+const DRA_TEMPLATE: &str = "kata runtime not assigned: claim \"gpu\" (ResourceClaimTemplate \"one-gpu\"), \
+    used by container \"cuda\", init container \"gpu-metrics\", asks for DRA-allocated devices, which Kata \
+    does not pass into its VM (skipPodsUsing: dynamicResources)";
+const DRA_CLAIM: &str = "kata runtime not assigned: claim \"nic\" (ResourceClaim \"shared-nic\"), used by \
+    container \"router\", asks for DRA-allocated devices, which Kata does not pass into its VM \
+    (skipPodsUsing: dynamicResources)";
+const ASSIGNED: &str = "runtimeClassName \"kata\" assigned: a kata node can run this pod";
+
+#[test]
+fn dra_pods_stay_off_kata_without_asking_the_cluster() {
+    let p = policy();
+    for (file, reason) in [
+        ("pod-dra-template.json", DRA_TEMPLATE),
+        ("pod-dra-claim.json", DRA_CLAIM),
+    ] {
+        // No cluster at all, and settings that would refuse on any lookup
+        // failure or unfit pod: the claim alone decides.
+        for settings in [
+            json!({}),
+            json!({"noFeasibleNode": "reject", "lookupFailure": "reject"}),
+        ] {
+            let r = p.evaluate(&request(file), &settings, Session::from_exchanges([]));
+            assert_unchanged(&r);
+            assert_explained(&r, "unchanged", reason);
+        }
+        // dynamicResources removed: judged on scheduling, the kata workers fit.
+        let off = run(
+            &p,
+            file,
+            "kata-workers.yml",
+            defaults_with("dynamicResources", ""),
+        );
+        assert_only_runtime_class_added(&off, "kata");
+        assert_eq!(off.warnings, None, "{file}");
+        assert_eq!(off.audit_annotations.as_ref().unwrap()["reason"], ASSIGNED);
+        assert_session_used_up(&p, file);
+    }
+
+    // Every claim is named, one finding each, used by a container or not.
+    let mut two = request("pod-dra-template.json");
+    two["object"]["spec"]["resourceClaims"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "nic", "resourceClaimName": "shared-nic"}));
+    let r = p.evaluate(&two, &json!({}), Session::from_exchanges([]));
+    assert_unchanged(&r);
+    let reason = &r.audit_annotations.as_ref().unwrap()["reason"];
+    assert_eq!(
+        *reason,
+        format!(
+            "{DRA_TEMPLATE}; claim \"nic\" (ResourceClaim \"shared-nic\"), used by no container, \
+             asks for DRA-allocated devices, which Kata does not pass into its VM \
+             (skipPodsUsing: dynamicResources)"
+        )
+    );
+    // The warning is cut to 255 bytes; the first claim survives whole.
+    assert_eq!(warning(&r), format!("{}...", &reason[..252]));
+    assert!(warning(&r).starts_with(DRA_TEMPLATE));
+
+    // An empty list is no claim: the pod is judged on scheduling.
+    let mut empty = request("pod-dra-template.json");
+    empty["object"]["spec"]["resourceClaims"] = json!([]);
+    assert_only_runtime_class_added(
+        &p.evaluate(&empty, &json!({}), session("kata-workers.yml")),
+        "kata",
+    );
+    assert_session_used_up(&p, "resourceClaims: []");
+}
+
+#[test]
+fn a_plain_privileged_builder_gets_kata() {
+    let p = policy();
+    let dind = run(&p, "pod-dind-builder.json", "kata-workers.yml", json!({}));
+    assert_only_runtime_class_added(&dind, "kata");
+    assert_eq!(dind.warnings, None);
+    let annotations = dind.audit_annotations.as_ref().unwrap();
+    assert_eq!(annotations["decision"], "mutated");
+    assert_eq!(annotations["reason"], ASSIGNED);
+    assert_session_used_up(&p, "the builder");
+    // Opted in (a Kata with privileged_without_host_devices = false): left
+    // alone before any query.
+    let opted_in = p.evaluate(
+        &request("pod-dind-builder.json"),
+        &defaults_with("", "privileged"),
+        Session::from_exchanges([]),
+    );
+    assert_unchanged(&opted_in);
+    assert_explained(
+        &opted_in,
+        "unchanged",
+        "kata runtime not assigned: container \"dind\" is privileged, and a privileged container \
+         under Kata gets the VM's devices, not the host's (skipPodsUsing: privileged)",
     );
 }
 
@@ -253,6 +404,8 @@ fn skipped_requests_never_ask_the_cluster() {
             "pod-runtime-class.json",
             "pod already sets runtimeClassName \"gvisor\"; left unchanged",
         ),
+        ("pod-dra-template.json", DRA_TEMPLATE),
+        ("pod-dra-claim.json", DRA_CLAIM),
         ("deployment.json", ""),
     ] {
         let r = p.evaluate(&request(file), &json!({}), session("kata-workers.yml"));
@@ -409,8 +562,7 @@ fn assert_explained(r: &AdmissionResponse, decision: &str, reason: &str) {
 /// The settings that let a `hostUsers: false` pod reach the node check:
 /// the default `skipPodsUsing` without `userNamespaces`.
 fn user_namespaces_not_skipped() -> Value {
-    json!({"skipPodsUsing": ["hostNamespaces", "windows", "privileged", "hostSockets",
-        "hostDevices", "mountPropagation", "deviceResources"]})
+    defaults_with("userNamespaces", "")
 }
 
 /// Each runtime-handler session is answered in full: every recorded query
