@@ -262,8 +262,9 @@ fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision 
 
 /// The runtime-compatibility check (`skipPodsUsing`): a pod using a feature
 /// Kata cannot provide is left unchanged whatever `noFeasibleNode` says,
-/// since the pod runs as it is. Every finding goes into the explanation, the
-/// first one first so that it survives the warning's cut.
+/// since the pod runs as it is, unless `incompatiblePod: reject` says that
+/// every pod must run under Kata. Every finding goes into the explanation,
+/// the first one first so that it survives the warning's cut.
 fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Option<Decision> {
     if settings.skip_pods_using.is_empty() {
         return None;
@@ -272,11 +273,20 @@ fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Option<Decision>
     if findings.is_empty() {
         return None;
     }
-    let reasons: Vec<String> = findings.iter().map(ToString::to_string).collect();
-    Some(Decision::leave(format!(
-        "kata runtime not assigned: {}",
-        reasons.join("; ")
-    )))
+    let reasons = findings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(match settings.incompatible_pod {
+        Outcome::Accept => Decision::leave(format!("kata runtime not assigned: {reasons}")),
+        Outcome::Reject => Decision::Reject {
+            explanation: format!(
+                "kata runtime required (incompatiblePod: reject), and not assigned: {reasons}"
+            ),
+            code: None,
+        },
+    })
 }
 
 /// Adds the VolumeBinding and VolumeZone checks of the pod's claims. Pods

@@ -69,6 +69,10 @@ pub struct Settings {
     pub kata_node_selector: String,
     pub no_feasible_node: Outcome,
     pub lookup_failure: Outcome,
+    /// What to do with a pod that uses a feature in `skipPodsUsing`:
+    /// admit it without Kata (`Accept`), or refuse it (`Reject`, for
+    /// namespaces where every pod must run under Kata).
+    pub incompatible_pod: Outcome,
     /// Pod features Kata cannot run: a pod using one is left unchanged.
     /// (The deprecated `skipHostNamespaces: false` removes `hostNamespaces`.)
     pub skip_pods_using: FeatureSet,
@@ -116,7 +120,7 @@ pub const DEFAULT_HOST_SOCKET_PATHS: [&str; 6] = [
 pub const DEFAULT_HOST_DEVICE_RESOURCES: [&str; 3] =
     ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/*"];
 
-const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes, allowedRuntimeClasses, runtimeHandlerCheck";
+const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes, allowedRuntimeClasses, runtimeHandlerCheck";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -125,6 +129,7 @@ impl Default for Settings {
             kata_node_selector: DEFAULT_KATA_NODE_SELECTOR.to_string(),
             no_feasible_node: Outcome::Accept,
             lookup_failure: Outcome::Accept,
+            incompatible_pod: Outcome::Accept,
             skip_pods_using: FeatureSet::default_set(),
             host_socket_paths: DEFAULT_HOST_SOCKET_PATHS.map(Cow::Borrowed).to_vec(),
             host_device_resources: DEFAULT_HOST_DEVICE_RESOURCES.map(Cow::Borrowed).to_vec(),
@@ -166,6 +171,7 @@ impl Settings {
                 "kataNodeSelector" => s.kata_node_selector = string(key, value)?,
                 "noFeasibleNode" => s.no_feasible_node = Outcome::parse(key, value)?,
                 "lookupFailure" => s.lookup_failure = Outcome::parse(key, value)?,
+                "incompatiblePod" => s.incompatible_pod = Outcome::parse(key, value)?,
                 "runtimeHandlerCheck" => s.runtime_handler_check = HandlerCheck::parse(key, value)?,
                 "skipHostNamespaces" => {
                     skip_host_namespaces = Some(value.as_bool().ok_or_else(|| {
@@ -418,6 +424,25 @@ mod tests {
                 .unwrap()
                 .check_volumes
         );
+    }
+
+    #[test]
+    fn incompatible_pod_is_accept_or_reject() {
+        assert_eq!(Settings::default().incompatible_pod, Outcome::Accept);
+        let s = Settings::from_value(&json!({"incompatiblePod": "reject"})).unwrap();
+        assert_eq!(s.incompatible_pod, Outcome::Reject);
+        for bad in [
+            json!("Reject"),
+            json!(false),
+            json!(null),
+            json!(["reject"]),
+            json!(1),
+        ] {
+            assert_eq!(
+                Settings::from_value(&json!({ "incompatiblePod": bad })).unwrap_err(),
+                format!("incompatiblePod must be \"accept\" or \"reject\", got {bad}")
+            );
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ use kata_runtime_policy::compat::Feature;
 use kata_runtime_policy::decision::{Decision, decide_payload};
 use kata_runtime_policy::node::{KeyFilter, parse_node};
 use kata_runtime_policy::pod::PodFacts;
+use kata_runtime_policy::response::render;
 use kata_runtime_policy::scheduling::Constraints;
 use kata_runtime_policy::scheduling::node_resources_fit::ResourceFit;
 use kata_runtime_policy::scheduling::pod_topology_spread::SpreadLabels;
@@ -842,6 +843,32 @@ proptest! {
                 prop_assert!(explanation.contains(&named), "{how}: {explanation}");
             }
             other => prop_assert!(false, "{how} on a pod that was {before:?}: {other:?}"),
+        }
+    }
+
+    /// `incompatiblePod: reject`: a pod with a finding is never admitted
+    /// without Kata; and `accept` answers byte for byte what no setting does.
+    #[test]
+    fn kata_mandatory_refuses_every_pod_with_a_finding(
+        spec in pod_spec(), nodes in nodes(), how in pick(&FEATURE_USES),
+        which in any::<prop::sample::Index>(),
+    ) {
+        let (how, feature) = how;
+        let mut object = pod(spec);
+        for settings in [json!({}), json!({"skipPodsUsing": [feature]})] {
+            let plain = render(decide_with(&object, &nodes, settings.clone()));
+            let mut accept = settings.clone();
+            accept["incompatiblePod"] = json!("accept");
+            prop_assert_eq!(&plain, &render(decide_with(&object, &nodes, accept)));
+        }
+        add_feature_use(&mut object, how, which);
+        let settings = json!({"skipPodsUsing": [feature], "incompatiblePod": "reject"});
+        match decide_with(&object, &nodes, settings) {
+            Decision::Reject { explanation, code: None } => {
+                let named = format!("(skipPodsUsing: {feature})");
+                prop_assert!(explanation.contains(&named), "{}", explanation);
+            }
+            other => prop_assert!(false, "{how}: {other:?}"),
         }
     }
 

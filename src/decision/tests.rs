@@ -1451,3 +1451,5 @@ fn a_refused_volume_read_names_the_permission_and_the_setting() {
 }
 
 mod handlers;
+
+mod incompatible;

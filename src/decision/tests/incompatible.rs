@@ -1,0 +1,96 @@
+//! `incompatiblePod: reject`: in Kata-mandatory namespaces a pod that uses a
+//! feature Kata cannot run is refused, not admitted on the default runtime.
+
+use super::*;
+
+fn docker_agent() -> Value {
+    json!({
+        "containers": [{"name": "agent", "image": "datadog/agent",
+            "volumeMounts": [{"name": "docker", "mountPath": "/var/run/docker.sock"}]}],
+        "volumes": [{"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}}]
+    })
+}
+
+fn reject() -> Value {
+    json!({"incompatiblePod": "reject"})
+}
+
+#[test]
+fn a_pod_kata_cannot_run_is_refused_with_every_finding_and_no_host_call() {
+    let mut spec = docker_agent();
+    spec["hostUsers"] = json!(false);
+    let cluster = seed_cluster();
+    let d = decide_payload(&with_settings(spec, reject()), &cluster);
+    assert_eq!(
+        d,
+        Decision::Reject {
+            explanation: "kata runtime required (incompatiblePod: reject), and not assigned: the pod sets \
+                hostUsers: false (a user namespace), which the Kata runtime handler does not support: the kubelet \
+                would not start it (skipPodsUsing: userNamespaces); container \"agent\" mounts host socket \
+                /var/run/docker.sock (hostPath volume \"docker\"), which a Kata VM cannot reach \
+                (skipPodsUsing: hostSockets)"
+                .into(),
+            code: None,
+        }
+    );
+    assert!(cluster.queries.borrow().is_empty(), "asked the cluster");
+}
+
+#[test]
+fn accept_leaves_the_pod_as_before() {
+    for settings in [json!({}), json!({"incompatiblePod": "accept"})] {
+        let d = decide_payload(&with_settings(docker_agent(), settings), &seed_cluster());
+        assert!(
+            leave_text(&d)
+                .starts_with("kata runtime not assigned: container \"agent\" mounts host socket")
+        );
+    }
+}
+
+#[test]
+fn a_feature_turned_off_refuses_nothing() {
+    let settings = json!({"incompatiblePod": "reject", "skipPodsUsing": ["userNamespaces"]});
+    let d = decide_payload(&with_settings(docker_agent(), settings), &seed_cluster());
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+}
+
+#[test]
+fn mirror_pods_and_allowed_classes_are_never_refused_for_a_finding() {
+    let mirror = request(
+        "Pod",
+        "",
+        "CREATE",
+        json!({"metadata": {"name": "etcd-master", "annotations": {"kubernetes.io/config.mirror": "x"}},
+            "spec": {"hostNetwork": true, "nodeName": "master", "containers": containers()}}),
+        reject(),
+    );
+    assert!(leave_text(&decide_payload(&mirror, &seed_cluster())).contains("mirror pod"));
+    let mut named = docker_agent();
+    named["runtimeClassName"] = json!("gvisor");
+    let settings = json!({"incompatiblePod": "reject", "allowedRuntimeClasses": ["gvisor"]});
+    let d = decide_payload(&with_settings(named.clone(), settings), &seed_cluster());
+    assert!(leave_text(&d).contains("already sets runtimeClassName \"gvisor\""));
+    // Its own class: admitted quietly, as before.
+    named["runtimeClassName"] = json!("kata");
+    let d = decide_payload(&with_settings(named, reject()), &seed_cluster());
+    assert!(matches!(d, Decision::Leave { warn: false, .. }), "{d:?}");
+}
+
+#[test]
+fn the_refusal_survives_the_warning_cut() {
+    let d = decide_payload(&with_settings(docker_agent(), reject()), &seed_cluster());
+    let rendered: Value = serde_json::from_slice(&crate::response::render(d)).unwrap();
+    assert_eq!(rendered["accepted"], false);
+    assert_eq!(rendered["audit_annotations"]["decision"], "rejected");
+    let warning = rendered["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.starts_with("kata runtime required (incompatiblePod: reject)"),
+        "{warning}"
+    );
+    assert!(
+        rendered["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(skipPodsUsing: hostSockets)")
+    );
+}
