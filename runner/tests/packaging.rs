@@ -357,3 +357,192 @@ fn the_shipped_skip_list_is_the_policys_default() {
         );
     }
 }
+
+/// The settings of the ClusterAdmissionPolicy in `file`.
+fn example_settings(file: &str) -> Value {
+    let docs = yaml_docs(file);
+    let cap = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterAdmissionPolicy")
+        .unwrap_or_else(|| panic!("{file}"));
+    cap["spec"]["settings"].clone()
+}
+
+/// policy-settings.json writes out every setting the compiled policy knows
+/// (from its own refusal of an unknown one), the deprecated one aside.
+#[test]
+fn the_shipped_defaults_name_every_setting() {
+    let verdict = policy()
+        .validate_settings(br#"{"noSuchSetting": true}"#)
+        .unwrap();
+    assert_eq!(verdict["valid"], false, "{verdict}");
+    let message = verdict["message"].as_str().expect("a message");
+    let (_, list) = message
+        .split_once("known settings: ")
+        .unwrap_or_else(|| panic!("{message}"));
+    let known: BTreeSet<&str> = list
+        .split(", ")
+        .filter(|s| !s.ends_with("(deprecated)"))
+        .collect();
+    let defaults = settings_defaults();
+    let shipped: BTreeSet<&str> = defaults.keys().map(String::as_str).collect();
+    assert_eq!(shipped, known, "policy-settings.json");
+    assert!(known.contains("incompatiblePod"), "{message}");
+}
+
+/// examples/cluster-admission-policy-kata-mandatory.yaml is what the README's
+/// "Kata-mandatory namespaces" says it is, and the compiled policy, with its
+/// settings, gives each kind of pod the outcome and the message the README's
+/// table quotes.
+#[test]
+fn the_kata_mandatory_example_is_what_the_readme_documents() {
+    const FILE: &str = "examples/cluster-admission-policy-kata-mandatory.yaml";
+    const LABEL: &str = "kata-runtime-policy.kubewarden.io/kata-mandatory";
+    let m = yaml("metadata.yml");
+    let docs = yaml_docs(FILE);
+    let cap = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterAdmissionPolicy")
+        .expect("a ClusterAdmissionPolicy");
+    assert_eq!(cap["apiVersion"], "policies.kubewarden.io/v1");
+    assert_eq!(cap["metadata"]["name"], "kata-runtime-mandatory");
+    let spec = &cap["spec"];
+    assert_eq!(spec["mode"], "protect");
+    assert_eq!(spec["mutating"], true);
+    assert_eq!(spec["rules"], m["rules"]);
+    assert_eq!(spec["contextAwareResources"], m["contextAwareResources"]);
+    assert_eq!(spec["failurePolicy"], "Fail");
+    assert_eq!(
+        spec["namespaceSelector"],
+        serde_json::json!({"matchExpressions": [{"key": LABEL, "operator": "In", "values": ["true"]}]})
+    );
+    let settings = spec["settings"].clone();
+    for (key, value) in [
+        ("incompatiblePod", serde_json::json!("reject")),
+        ("noFeasibleNode", serde_json::json!("reject")),
+        ("allowedRuntimeClasses", serde_json::json!([])),
+        ("lookupFailure", serde_json::json!("reject")),
+    ] {
+        assert_eq!(settings[key], value, "{key}");
+    }
+    let p = policy();
+    let verdict = p
+        .validate_settings(&serde_json::to_vec(&settings).unwrap())
+        .unwrap();
+    assert_eq!(verdict["valid"], true, "{verdict}");
+
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split_once("\n## Kata-mandatory namespaces\n")
+        .expect("a Kata-mandatory section")
+        .1;
+    let section = section.split("\n## ").next().unwrap();
+    assert!(section.contains(&format!("`{FILE}`")), "names the example");
+    assert!(
+        section.contains(&format!("kubectl label namespace tenant-a {LABEL}=true")),
+        "labels namespaces as the example selects them"
+    );
+    // The settings block is the example's settings.
+    let block = section
+        .split_once("```yaml\nsettings:\n")
+        .expect("a settings block")
+        .1
+        .split_once("```")
+        .unwrap()
+        .0;
+    let documented: Value = serde_yaml::from_str(block).unwrap();
+    assert_eq!(documented, settings, "README settings block");
+    // The NotIn expression offered for the general policy names the label.
+    assert!(
+        section.contains(&format!(
+            "- key: {LABEL}\n        operator: NotIn\n        values: [\"true\"]"
+        )),
+        "a NotIn expression on the label"
+    );
+
+    // Each kind of pod, through the compiled policy with the example's settings.
+    let verdict_for = |request: &Value, session: &str| {
+        let session = if session.is_empty() {
+            kwrun::Session::none()
+        } else {
+            common::session(session)
+        };
+        p.validate(request, &settings, session).unwrap()
+    };
+    let refused_with = |request: &Value, session: &str| -> String {
+        let v = verdict_for(request, session);
+        assert_eq!(v["accepted"], false, "{v}");
+        assert_eq!(v["audit_annotations"]["decision"], "rejected", "{v}");
+        let message = v["message"].as_str().unwrap().to_string();
+        assert!(
+            section.contains(&format!("`{message}`")),
+            "README Kata-mandatory table lacks `{message}`"
+        );
+        message
+    };
+    let prefix = "kata runtime required (incompatiblePod: reject), and not assigned: ";
+    refused_with(&common::request("pod-user-namespace.json"), "");
+    for pod in ["pod-docker-agent.json", "pod-dra-template.json"] {
+        let v = verdict_for(&common::request(pod), "");
+        assert_eq!(v["accepted"], false, "{pod}: {v}");
+        let message = v["message"].as_str().unwrap();
+        let findings = message
+            .strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("{pod}: {message}"));
+        assert!(
+            section.contains(&format!("`… and not assigned: {findings}`")),
+            "README Kata-mandatory table lacks {pod}'s findings: {findings}"
+        );
+    }
+    refused_with(&common::request("pod-runc.json"), "");
+    refused_with(
+        &common::request("pod-master-pinned.json"),
+        "kata-workers.yml",
+    );
+    refused_with(
+        &common::request("pod-plain.json"),
+        "nodes-access-denied.yml",
+    );
+
+    let plain = verdict_for(&common::request("pod-plain.json"), "kata-workers.yml");
+    assert_eq!(plain["accepted"], true, "{plain}");
+    assert_eq!(plain["mutated_object"]["spec"]["runtimeClassName"], "kata");
+    let reason = plain["audit_annotations"]["reason"].as_str().unwrap();
+    assert!(section.contains(&format!("`{reason}`")), "{reason}");
+
+    let mut kata = common::request("pod-plain.json");
+    kata["object"]["spec"]["runtimeClassName"] = "kata".into();
+    let v = verdict_for(&kata, "");
+    assert_eq!(v["accepted"], true, "{v}");
+    let reason = v["audit_annotations"]["reason"].as_str().unwrap();
+    assert!(section.contains(&format!("`{reason}`")), "{reason}");
+
+    // A mirror pod is admitted even when it uses a feature Kata lacks.
+    let mut mirror = common::request("pod-plain.json");
+    mirror["object"]["metadata"]["annotations"] =
+        serde_json::json!({"kubernetes.io/config.mirror": "0123456789abcdef"});
+    mirror["object"]["spec"]["hostNetwork"] = true.into();
+    let v = verdict_for(&mirror, "");
+    assert_eq!(v["accepted"], true, "{v}");
+    assert_eq!(v["audit_annotations"]["decision"], "unchanged", "{v}");
+    let reason = v["audit_annotations"]["reason"].as_str().unwrap();
+    assert!(section.contains(&format!("`{reason}`")), "{reason}");
+
+    // The general examples keep such pods, unchanged (incompatiblePod: accept).
+    for file in [
+        "examples/cluster-admission-policy.yaml",
+        "examples/cluster-admission-policy-monitor.yaml",
+    ] {
+        let general = example_settings(file);
+        assert_eq!(general["incompatiblePod"], "accept", "{file}");
+        let v = p
+            .validate(
+                &common::request("pod-user-namespace.json"),
+                &general,
+                kwrun::Session::none(),
+            )
+            .unwrap();
+        assert_eq!(v["accepted"], true, "{file}: {v}");
+        assert_eq!(v["audit_annotations"]["decision"], "unchanged", "{file}");
+    }
+}
