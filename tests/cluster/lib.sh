@@ -1,7 +1,7 @@
 # Control plane on loopback for the real-cluster suite: etcd, kube-apiserver
 # (RBAC on) with Kubewarden's CRDs, kube-scheduler, and policy-server running
-# the policy behind the webhook configuration that a ClusterAdmissionPolicy
-# gets from the Kubewarden controller. Sourced by run.sh; every process it
+# the policies behind the webhook configurations that ClusterAdmissionPolicies
+# get from the Kubewarden controller. Sourced by run.sh; every process it
 # starts is recorded in $D/pids and stopped by PID (stop_all).
 
 log() { echo "[cluster $(date +%T)] $*" >&2; }
@@ -285,21 +285,29 @@ yaml_objects() {
     jq -c 'if .metadata.annotations == {} then del(.metadata.annotations) else . end'
 }
 
-# use_policy FILE SETTINGS: the ClusterAdmissionPolicy in FILE becomes the
-# policy the suite runs. The suite changes three things in it, no more:
-# spec.module (this checkout's annotated policy.wasm, file://, instead of the
-# registry), SETTINGS merged into spec.settings (the suite's own), and one
-# namespaceSelector expression added, leaving out $BYHAND (where pods get the
-# class by hand, unseen by the webhook). The object is created in the API
-# server and read back: CAP is what the server stored (defaults filled in),
-# POLICY_ID the controller's name for it (clusterwide-<name>), and
-# $D/policies.yml policy-server's configuration, made from CAP. Without the
+# use_policy FILE SETTINGS [NAMESPACE...]: the ClusterAdmissionPolicy in FILE
+# joins the policies the suite runs. The suite changes at most three things
+# in it: spec.module (this checkout's annotated policy.wasm, file://, instead
+# of the registry), SETTINGS merged into spec.settings (the suite's own;
+# '{}' none), and, with NAMESPACE..., one namespaceSelector expression added
+# that leaves those namespaces out ($BYHAND, where pods get the class by hand,
+# unseen by the webhook, and namespaces another policy judges alone). The
+# object is created in the API server and read back: CAP is what the server
+# stored (defaults filled in), POLICY_ID the controller's name for it
+# (clusterwide-<name>), and $D/policies.yml policy-server's configuration,
+# made from every policy the suite runs (one policy-server serves them all,
+# as a PolicyServer does; it reads the file when it starts). Without the
 # CRDs, CAP is the object as written, with the same changes.
 use_policy() {
-  local file=$1 settings=$2 want name out
-  want=$(yaml_objects "$file" | jq -c --arg wasm "file://$POLICY_FILE" --arg byhand "$BYHAND" --argjson s "$settings" '
-    select(.kind == "ClusterAdmissionPolicy") | .spec.module = $wasm | .spec.settings += $s
-    | .spec.namespaceSelector.matchExpressions += [{key: "kubernetes.io/metadata.name", operator: "NotIn", values: [$byhand]}]')
+  local file=$1 settings=$2 want name out leave
+  shift 2
+  leave=$(jq -cn '$ARGS.positional' --args "$@")
+  want=$(yaml_objects "$file" | jq -c --arg wasm "file://$POLICY_FILE" --argjson leave "$leave" --argjson s "$settings" '
+    select(.kind == "ClusterAdmissionPolicy") | .spec.module = $wasm
+    | if $s == {} then . else .spec.settings += $s end
+    | if $leave == [] then . else
+        .spec.namespaceSelector.matchExpressions += [{key: "kubernetes.io/metadata.name", operator: "NotIn", values: $leave}]
+      end')
   [[ -n $want && $want != *$'\n'* ]] || die "$file: not one ClusterAdmissionPolicy"
   name=$(jq -r .metadata.name <<<"$want")
   if [[ -n $CRDS ]]; then
@@ -309,8 +317,19 @@ use_policy() {
     CAP=$want
   fi
   POLICY_ID=clusterwide-$name
-  policies_yml <<<"$CAP" >"$D/policies.yml"
+  mkdir -p "$D/served"
+  echo "$CAP" >"$D/served/$POLICY_ID.json"
+  write_policies_yml
   log "policy $POLICY_ID from $file, $([[ -n $CRDS ]] && echo "as the API server stored it" || echo "as written (no CRDs)")"
+}
+
+# write_policies_yml: $D/policies.yml, one entry for each policy in
+# $D/served (use_policy adds them, drop_policy takes them out).
+write_policies_yml() {
+  local f
+  for f in "$D"/served/*.json; do
+    if [[ -f $f ]]; then policies_yml <"$f"; fi
+  done | jq -s 'add // {}' >"$D/policies.yml"
 }
 
 # policies_yml: policy-server's policies.yml for the ClusterAdmissionPolicy on
@@ -387,12 +406,13 @@ webhook_configuration() {
     }'
 }
 
-# register_webhook: CAP's webhook configuration, pointing at the suite's
-# policy-server, into the API server. WEBHOOK is the webhook's name (its audit
-# annotations start with it), WEBHOOK_CONFIG the configuration's kind/name.
+# register_webhook [CAP_JSON]: the webhook configuration of CAP_JSON (CAP
+# when not given), pointing at the suite's policy-server, into the API
+# server. WEBHOOK is the webhook's name (its audit annotations start with
+# it), WEBHOOK_CONFIG the configuration's kind/name.
 register_webhook() {
   local conf
-  conf=$(webhook_configuration "https://127.0.0.1:$PS_PORT" <<<"$CAP")
+  conf=$(webhook_configuration "https://127.0.0.1:$PS_PORT" <<<"${1:-$CAP}")
   k apply -f - >/dev/null <<<"$conf"
   WEBHOOK=$(jq -r '.webhooks[0].name' <<<"$conf")
   WEBHOOK_CONFIG=$(jq -r '.kind + "/" + .metadata.name' <<<"$conf")
@@ -401,8 +421,11 @@ register_webhook() {
 
 # drop_policy: CAP and its webhook configuration gone, as after
 # `kubectl delete clusteradmissionpolicy` (the controller deletes the
-# webhook).
+# webhook), and its entry out of policies.yml (read when policy-server next
+# starts).
 drop_policy() {
   k delete "$WEBHOOK_CONFIG" >/dev/null
   [[ -z $CRDS ]] || k delete clusteradmissionpolicy "$(jq -r .metadata.name <<<"$CAP")" >/dev/null
+  rm -f "$D/served/clusterwide-$(jq -r .metadata.name <<<"$CAP").json"
+  write_policies_yml
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The production path, for real: a real kube-apiserver calls a real
-# policy-server running policy.wasm through a MutatingWebhookConfiguration,
+# policy-server running policy.wasm through MutatingWebhookConfigurations,
 # and a real kube-scheduler places the pods (all but those with DRA claims,
 # which need a DRA driver: for them only admission is checked).
 #
@@ -15,10 +15,12 @@
 # Kubewarden's CRDs: KUBEWARDEN_CRDS (their folder), else
 # ../shared/kubewarden/crds next to the checkout. With them, every manifest
 # in examples/ and kwctl's scaffolded ClusterAdmissionPolicy go through the
-# API server (server-side dry run, strict field validation), and the policy
-# the suite runs is examples/cluster-admission-policy.yaml as the API server
-# stored it. Without them those checks are skipped, with a line saying so,
-# and the policy is that example as written.
+# API server (server-side dry run, strict field validation), and the policies
+# the suite runs (examples/cluster-admission-policy.yaml, then its monitor
+# variant, and examples/cluster-admission-policy-kata-mandatory.yaml in a
+# labelled namespace, all from one policy-server) are the examples as the API
+# server stored them. Without them those checks are skipped, with a line
+# saying so, and the policies are the examples as written.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -67,10 +69,15 @@ pass() {
 # ---------------------------------------------------------------- the cluster
 TENANT=tenant
 BYHAND=by-hand # not covered by the webhook: the same pods, the class set by hand
-for ns in kubewarden $TENANT $BYHAND; do
+# Kata-mandatory: labelled for examples/cluster-admission-policy-kata-mandatory.yaml,
+# and judged by that policy alone.
+MANDATORY=kata-only
+MANDATORY_LABEL=kata-runtime-policy.kubewarden.io/kata-mandatory
+for ns in kubewarden $TENANT $BYHAND $MANDATORY; do
   k create namespace $ns >/dev/null
 done
-for ns in default kube-system kubewarden $TENANT $BYHAND; do
+k label namespace $MANDATORY "$MANDATORY_LABEL=true" >/dev/null
+for ns in default kube-system kubewarden $TENANT $BYHAND $MANDATORY; do
   k -n $ns create serviceaccount default >/dev/null 2>&1 || true
 done
 
@@ -254,14 +261,28 @@ k -n kubewarden create serviceaccount policy-server >/dev/null
 k apply -f examples/rbac.yaml >/dev/null
 TOKEN=$(k -n kubewarden create token policy-server --duration 2h)
 kubeconfig "$D/policy-server.kubeconfig" policy-server "{token: $TOKEN}"
-# The policy: examples/cluster-admission-policy.yaml, created in the API
-# server and read back (use_policy: the module is this checkout's, $BYHAND is
-# left out), with one setting of the suite's own: allowedRuntimeClasses
-# (gvisor listed). policy-server's policies.yml and the webhook configuration
-# are made from the stored object, by the controller's rules.
-use_policy examples/cluster-admission-policy.yaml '{"allowedRuntimeClasses": ["gvisor"]}'
+# The policies, each created in the API server and read back (use_policy);
+# policy-server's policies.yml (both, one policy-server) and each webhook
+# configuration are made from the stored objects, by the controller's rules.
+# - examples/cluster-admission-policy-kata-mandatory.yaml, only its module
+#   changed (this checkout's): its own webhook, on the namespaces labelled
+#   $MANDATORY_LABEL=true ($MANDATORY).
+# - examples/cluster-admission-policy.yaml, its module changed, $BYHAND and
+#   $MANDATORY left out, and one setting of the suite's own:
+#   allowedRuntimeClasses (gvisor listed). $MANDATORY is left out so that
+#   there the Kata-mandatory policy alone decides: the API server calls
+#   mutating webhooks in the order of their configurations' names, and this
+#   one, first, would refuse a runc pod in its own words, and give a plain
+#   pod Kata before the other saw it.
+use_policy examples/cluster-admission-policy-kata-mandatory.yaml '{}'
+MANDATORY_CAP=$CAP
+MANDATORY_ID=$POLICY_ID
+use_policy examples/cluster-admission-policy.yaml '{"allowedRuntimeClasses": ["gvisor"]}' $BYHAND $MANDATORY
 SETTINGS=$(jq -c '.spec.settings // {}' <<<"$CAP")
 start_policy_server
+register_webhook "$MANDATORY_CAP"
+MANDATORY_WEBHOOK=$WEBHOOK
+MANDATORY_CONFIG=$WEBHOOK_CONFIG
 register_webhook
 log "cluster ready after $(($(date +%s) - T0)) s"
 
@@ -419,50 +440,62 @@ scenario() {
   fi
 }
 
-echo "# the webhook registration: the controller's, from the ClusterAdmissionPolicy $([[ -n $CRDS ]] && echo "as the API server stored it" || echo "as written (no CRDs)")"
-# The webhook configuration the API server holds, against what
-# examples/cluster-admission-policy.yaml says as written (with the suite's
-# $BYHAND expression) and the API server's defaults for what it leaves out.
-served=$(k get "$WEBHOOK_CONFIG" -o json | jq -cS '.webhooks[0] | {name, admissionReviewVersions, sideEffects,
-  path: (.clientConfig.url | sub("^https://[^/]*"; "")), rules, failurePolicy, matchPolicy, timeoutSeconds,
-  objectSelector, namespaceSelector, matchConditions}')
-expected=$(yaml_objects examples/cluster-admission-policy.yaml | jq -cS --arg kw "$KW_NAMESPACE" --arg byhand "$BYHAND" '
-  ("clusterwide-" + .metadata.name) as $id | .spec as $s
-  | {key: "kubernetes.io/metadata.name", operator: "NotIn"} as $name
-  | {name: ($id + ".kubewarden.admission"), admissionReviewVersions: ["v1"], sideEffects: ($s.sideEffects // "None"),
-     path: ("/validate/" + $id), rules: ($s.rules | map({scope: "*"} + .)), failurePolicy: ($s.failurePolicy // "Fail"),
-     matchPolicy: ($s.matchPolicy // "Equivalent"), timeoutSeconds: ($s.timeoutSeconds // 10),
-     objectSelector: ($s.objectSelector // {}), matchConditions: $s.matchConditions,
-     namespaceSelector: (if $s.allowInsideAdmissionControllerNamespace then ($s.namespaceSelector // {})
-       else {matchExpressions: ([$name + {values: [$kw]}] + ($s.namespaceSelector.matchExpressions // []))} end
-       | .matchExpressions += [$name + {values: [$byhand]}])}')
-if [[ $served == "$expected" ]]; then
-  pass "$WEBHOOK_CONFIG: examples/cluster-admission-policy.yaml's $(jq -r '"rules, failurePolicy \(.failurePolicy), timeoutSeconds \(.timeoutSeconds), path \(.path), namespaceSelector \([.namespaceSelector.matchExpressions[] | "\(.operator) \(.values)"] | join(" + "))"' <<<"$served")"
-else
-  fail "$WEBHOOK_CONFIG: holds $served; examples/cluster-admission-policy.yaml gives $expected"
-fi
-# policy-server's policies.yml against the example as written: its mode,
-# mutating, contextAwareResources and settings (allowedRuntimeClasses the
-# suite's), the module the suite's, every host capability.
-ps_entry=$(jq -cS --arg id "$POLICY_ID" '.[$id] | {"module": .module, policyMode, allowedToMutate, contextAwareResources, settings, hostCapabilities}' "$D/policies.yml")
-want_entry=$(yaml_objects examples/cluster-admission-policy.yaml | jq -cS --arg wasm "file://$POLICY_FILE" '.spec as $s
-  | {"module": $wasm, policyMode: ($s.mode // "protect"), allowedToMutate: ($s.mutating // false),
-     contextAwareResources: $s.contextAwareResources, settings: ($s.settings + {allowedRuntimeClasses: ["gvisor"]}),
-     hostCapabilities: ["*"]}')
-if [[ $ps_entry == "$want_entry" ]]; then
-  pass "policies.yml: $POLICY_ID, $(jq -r '"\(.policyMode), allowedToMutate \(.allowedToMutate), \(.contextAwareResources | length) contextAwareResources, \(.settings | length) settings"' <<<"$ps_entry") as examples/cluster-admission-policy.yaml has them, every host capability"
-else
-  fail "policies.yml: $ps_entry; examples/cluster-admission-policy.yaml gives $want_entry"
-fi
-# Through the API server: a plain pod is mutated in $TENANT, and never seen
-# in Kubewarden's namespace (the controller's exclusion) or in kube-system
-# (the example's). Server-side dry runs: nothing stored, nothing placed.
+echo "# the webhook registrations: the controller's, from each ClusterAdmissionPolicy $([[ -n $CRDS ]] && echo "as the API server stored it" || echo "as written (no CRDs)")"
+# registration FILE CONFIG ID SUITE_SETTINGS [NAMESPACE...]: the webhook
+# configuration CONFIG the API server holds, against what FILE says as
+# written (with use_policy's expression leaving out NAMESPACE..., if any) and
+# the API server's defaults for what it leaves out; then ID's entry in
+# policy-server's policies.yml against FILE as written: its mode, mutating,
+# contextAwareResources and settings (SUITE_SETTINGS, the suite's, merged),
+# the module the suite's, every host capability.
+registration() {
+  local file=$1 config=$2 id=$3 suite=$4 leave served expected ps_entry want_entry
+  shift 4
+  leave=$(jq -cn '$ARGS.positional' --args "$@")
+  served=$(k get "$config" -o json | jq -cS '.webhooks[0] | {name, admissionReviewVersions, sideEffects,
+    path: (.clientConfig.url | sub("^https://[^/]*"; "")), rules, failurePolicy, matchPolicy, timeoutSeconds,
+    objectSelector, namespaceSelector, matchConditions}')
+  expected=$(yaml_objects "$file" | jq -cS --arg kw "$KW_NAMESPACE" --argjson leave "$leave" '
+    ("clusterwide-" + .metadata.name) as $id | .spec as $s
+    | {key: "kubernetes.io/metadata.name", operator: "NotIn"} as $name
+    | {name: ($id + ".kubewarden.admission"), admissionReviewVersions: ["v1"], sideEffects: ($s.sideEffects // "None"),
+       path: ("/validate/" + $id), rules: ($s.rules | map({scope: "*"} + .)), failurePolicy: ($s.failurePolicy // "Fail"),
+       matchPolicy: ($s.matchPolicy // "Equivalent"), timeoutSeconds: ($s.timeoutSeconds // 10),
+       objectSelector: ($s.objectSelector // {}), matchConditions: $s.matchConditions,
+       namespaceSelector: (if $s.allowInsideAdmissionControllerNamespace then ($s.namespaceSelector // {})
+         else {matchExpressions: ([$name + {values: [$kw]}] + ($s.namespaceSelector.matchExpressions // []))} end
+         | if $leave == [] then . else .matchExpressions += [$name + {values: $leave}] end)}')
+  if [[ $served == "$expected" ]]; then
+    pass "$config: $file's $(jq -r '"rules, failurePolicy \(.failurePolicy), timeoutSeconds \(.timeoutSeconds), path \(.path), namespaceSelector \([.namespaceSelector.matchExpressions[] | "\(.key) \(.operator) \(.values)"] | join(" + "))"' <<<"$served")"
+  else
+    fail "$config: holds $served; $file gives $expected"
+  fi
+  ps_entry=$(jq -cS --arg id "$id" '.[$id] | {"module": .module, policyMode, allowedToMutate, contextAwareResources, settings, hostCapabilities}' "$D/policies.yml")
+  want_entry=$(yaml_objects "$file" | jq -cS --arg wasm "file://$POLICY_FILE" --argjson suite "$suite" '.spec as $s
+    | {"module": $wasm, policyMode: ($s.mode // "protect"), allowedToMutate: ($s.mutating // false),
+       contextAwareResources: $s.contextAwareResources, settings: ($s.settings + $suite), hostCapabilities: ["*"]}')
+  if [[ $ps_entry == "$want_entry" ]]; then
+    pass "policies.yml: $id, $(jq -r '"\(.policyMode), allowedToMutate \(.allowedToMutate), \(.contextAwareResources | length) contextAwareResources, \(.settings | length) settings"' <<<"$ps_entry") as $file has them$([[ $suite == '{}' ]] || echo " (and the suite's $suite)"), every host capability"
+  else
+    fail "policies.yml: $id: $ps_entry; $file gives $want_entry"
+  fi
+}
+registration examples/cluster-admission-policy.yaml "$WEBHOOK_CONFIG" "$POLICY_ID" \
+  '{"allowedRuntimeClasses": ["gvisor"]}' $BYHAND $MANDATORY
+registration examples/cluster-admission-policy-kata-mandatory.yaml "$MANDATORY_CONFIG" "$MANDATORY_ID" '{}'
+served=$(jq -c 'keys' "$D/policies.yml")
+[[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID")" ]] && pass "policies.yml: one policy-server serves $served" ||
+  fail "policies.yml: serves $served, not $POLICY_ID and $MANDATORY_ID"
+# Through the API server: a plain pod is mutated in $TENANT and in
+# $MANDATORY (the label), and never seen in Kubewarden's namespace (the
+# controller's exclusion) or in kube-system (the example's; unlabelled).
+# Server-side dry runs: nothing stored, nothing placed.
 dry_class() {
   manifest_json tests/cluster/pods/plain.yaml | k -n "$1" create --dry-run=server -o json -f - 2>/dev/null |
     jq -r '.spec.runtimeClassName // "none"'
 }
-seen="$TENANT: $(dry_class $TENANT), $KW_NAMESPACE: $(dry_class "$KW_NAMESPACE"), kube-system: $(dry_class kube-system)"
-if [[ $seen == "$TENANT: kata, $KW_NAMESPACE: none, kube-system: none" ]]; then
+seen="$TENANT: $(dry_class $TENANT), $MANDATORY: $(dry_class $MANDATORY), $KW_NAMESPACE: $(dry_class "$KW_NAMESPACE"), kube-system: $(dry_class kube-system)"
+if [[ $seen == "$TENANT: kata, $MANDATORY: kata, $KW_NAMESPACE: none, kube-system: none" ]]; then
   pass "namespaceSelector through the API server: a plain pod's class in $seen"
 else
   fail "namespaceSelector through the API server: a plain pod's class in $seen"
@@ -572,12 +605,12 @@ echo "# dynamic resource allocation: resource.k8s.io/v1 through the real API ser
 warning_cut() {
   if ((${#1} <= 255)); then echo "$1"; else echo "${1:0:252}..."; fi
 }
-# audit_of NAME: the audit annotations of the pod's creation in $TENANT
-# (written asynchronously: waits up to 5 s).
+# audit_of NAME [NAMESPACE]: the audit annotations of the pod's creation in
+# NAMESPACE, $TENANT when not given (written asynchronously: waits up to 5 s).
 audit_of() {
   local a=""
   for _ in $(seq 1 25); do
-    a=$(jq -c --arg n "$1" 'select(.objectRef.namespace == "tenant" and .objectRef.name == $n and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
+    a=$(jq -c --arg n "$1" --arg ns "${2:-$TENANT}" 'select(.objectRef.namespace == $ns and .objectRef.name == $n and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
     [[ -z $a ]] || break
     sleep 0.2
   done
@@ -647,6 +680,82 @@ EOF
     "kata runtime not assigned: claim \"nic\" (ResourceClaim \"shared-nic\"), used by container \"app\", init container \"proxy\", $DRA_TAIL; claim \"gpu\" (ResourceClaimTemplate \"one-gpu\"), used by container \"app\", $DRA_TAIL; claim \"spare\" (ResourceClaimTemplate \"one-gpu\"), used by no container, $DRA_TAIL"
 else
   fail "resource.k8s.io/v1 not served by this kube-apiserver: $(k api-versions | grep resource.k8s.io | tr '\n' ' ')"
+fi
+
+echo "# Kata-mandatory namespaces: examples/cluster-admission-policy-kata-mandatory.yaml in $MANDATORY"
+# Every pod created in $MANDATORY gets Kata and runs on a kata node, or the
+# real API server refuses it with the policy's reason; the general policy
+# never sees these pods.
+# in_mandatory NAME FILE [jq edit]: FILE's pod under NAME, created in
+# $MANDATORY; kubectl's output (warnings, errors) on stdout.
+in_mandatory() {
+  manifest_json "$2" | jq -c ".metadata.name = \"$1\" | ${3:-.}" | k -n $MANDATORY create -f - 2>&1 >/dev/null || true
+}
+# webhooks_called AUDIT: the mutating webhook configurations the API server
+# called for the request, in order ("configuration:mutated" each), from its
+# audit annotations.
+webhooks_called() {
+  jq -r '[to_entries[] | select(.key | startswith("mutation.webhook.admission.k8s.io/round_0_index_"))
+    | .value | fromjson | "\(.configuration):\(.mutated)"] | join(" ")' <<<"$1"
+}
+# mandatory_refused WHAT NAME FILE EDIT MESSAGE: the API server refuses the
+# pod, and kubectl's error ends with the Kata-mandatory webhook's MESSAGE,
+# whole; nothing is stored; the audit log has the webhook's decision
+# rejected with MESSAGE as the reason.
+mandatory_refused() {
+  local what=$1 name=$2 file=$3 edit=$4 msg=$5 out audit line found=""
+  out=$(in_mandatory "$name" "$file" "$edit")
+  if k -n $MANDATORY get pod "$name" >/dev/null 2>&1; then
+    fail "$what: admitted: $(k -n $MANDATORY get pod "$name" -o json | jq -c '.spec | {runtimeClassName, nodeName}'): $out"
+    return
+  fi
+  while IFS= read -r line; do
+    [[ $line == *"admission webhook \"$MANDATORY_WEBHOOK\" denied the request: $msg" ]] && found=1
+  done <<<"$out"
+  if [[ -z $found ]]; then
+    fail "$what: refused, but not with '$msg' from $MANDATORY_WEBHOOK: $out"
+    return
+  fi
+  audit=$(audit_of "$name" $MANDATORY)
+  if [[ $(jq -r --arg w "$MANDATORY_WEBHOOK" '.[$w + "/decision"]' <<<"$audit") != rejected ||
+    $(jq -r --arg w "$MANDATORY_WEBHOOK" '.[$w + "/reason"]' <<<"$audit") != "$msg" ]]; then
+    fail "$what: refused with the message, but the audit annotations are $audit"
+    return
+  fi
+  pass "$what: refused by the API server with the policy's message, audit decision rejected: ${out//$'\n'/ }"
+}
+USERNS_FINDING='the pod sets hostUsers: false (a user namespace), which the Kata runtime handler does not support: the kubelet would not start it (skipPodsUsing: userNamespaces)'
+mandatory_refused "hostUsers: false" mandatory-userns tests/cluster/pods/plain.yaml '.spec.hostUsers = false' \
+  "kata runtime required (incompatiblePod: reject), and not assigned: $USERNS_FINDING"
+mandatory_refused "runtimeClassName runc" mandatory-runc tests/cluster/pods/plain.yaml '.spec.runtimeClassName = "runc"' \
+  'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
+# The original master-pinned pod (seed): no kata node can run it, in the
+# scheduler's words for each (the scenario seed above: the scheduler agrees),
+# and noFeasibleNode: reject refuses it.
+mandatory_refused "master-pinned pod (seed)" mandatory-seed tests/cluster/pods/seed.yaml . \
+  "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}"
+# A plain pod: Kata, the RuntimeClass merged, bound by the scheduler to a
+# kata node, no warning; the Kata-mandatory webhook alone was called.
+out=$(in_mandatory mandatory-plain tests/cluster/pods/plain.yaml)
+if ! pod=$(k -n $MANDATORY get pod mandatory-plain -o json 2>/dev/null); then
+  fail "plain pod in $MANDATORY: not created: $out"
+else
+  where=$(placed $MANDATORY mandatory-plain)
+  merged=$(jq -c '[.spec.runtimeClassName, .spec.overhead, .spec.nodeSelector["katacontainers.io/kata-runtime"]]' <<<"$pod")
+  audit=$(audit_of mandatory-plain $MANDATORY)
+  called=$(webhooks_called "$audit")
+  if [[ $merged != '["kata",{"cpu":"250m","memory":"160Mi"},"true"]' ]]; then
+    fail "plain pod in $MANDATORY: not Kata with the RuntimeClass merged: $merged ($out)"
+  elif ! is_kata "$where"; then
+    fail "plain pod in $MANDATORY: Kata, but placed on '$where', not a kata node"
+  elif [[ $out == *Warning:* ]]; then
+    fail "plain pod in $MANDATORY: Kata, but with a warning: $out"
+  elif [[ $called != "${MANDATORY_CONFIG#*/}:true" ||
+    $(jq -r --arg w "$MANDATORY_WEBHOOK" '.[$w + "/decision"]' <<<"$audit") != mutated ]]; then
+    fail "plain pod in $MANDATORY: webhooks called: '$called'; audit annotations: $audit"
+  else
+    pass "plain pod in $MANDATORY: Kata, overhead and node selector merged, placed on kata node $where, no warning; only $MANDATORY_WEBHOOK called (decision mutated)"
+  fi
 fi
 
 echo "# runtime handlers: status.runtimeHandlers through policy-server's field masks"
@@ -818,12 +927,21 @@ fi
 # Monitor mode: no mutation. Kubewarden refuses a protect -> monitor change
 # of a policy ("Recreate instead"): the protect policy goes with its webhook,
 # and examples/cluster-admission-policy-monitor.yaml comes in (use_policy's
-# changes, its own settings).
+# changes, its own settings). The Kata-mandatory policy stays: policy-server
+# starts again with both in policies.yml.
 stop_one policy-server
 drop_policy
-use_policy examples/cluster-admission-policy-monitor.yaml '{}'
+use_policy examples/cluster-admission-policy-monitor.yaml '{}' $BYHAND $MANDATORY
 start_policy_server
 register_webhook
+served=$(jq -c 'keys' "$D/policies.yml")
+out=$(in_mandatory restarted tests/cluster/pods/plain.yaml)
+got=$(k -n $MANDATORY get pod restarted -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing)
+if [[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID")" && $got == kata ]]; then
+  pass "policy-server restarted with $served: a plain pod in $MANDATORY still gets Kata"
+else
+  fail "policy-server restarted with $served: a plain pod in $MANDATORY gets '$got': $out"
+fi
 out=$(fresh_pod monitored)
 sleep 1 # the audit log is written asynchronously
 audit=$(jq -c 'select(.objectRef.name == "monitored" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
@@ -843,6 +961,15 @@ if [[ $(class_of no-server) == none ]]; then
   pass "policy-server stopped: admitted unchanged in ${ms} ms (failurePolicy $(k get "$WEBHOOK_CONFIG" -o jsonpath='{.webhooks[0].failurePolicy}'))"
 else
   fail "policy-server stopped: $out"
+fi
+# In $MANDATORY, failurePolicy Fail (the Kata-mandatory example's): the pod
+# the webhook could not judge is refused, not run without Kata.
+out=$(in_mandatory no-server tests/cluster/pods/plain.yaml)
+if ! k -n $MANDATORY get pod no-server >/dev/null 2>&1 &&
+  [[ $out == *"failed calling webhook \"$MANDATORY_WEBHOOK\""* ]]; then
+  pass "policy-server stopped: in $MANDATORY refused (failurePolicy $(k get "$MANDATORY_CONFIG" -o jsonpath='{.webhooks[0].failurePolicy}')): ${out//$'\n'/ }"
+else
+  fail "policy-server stopped: in $MANDATORY: class $(k -n $MANDATORY get pod no-server -o jsonpath='{.spec.runtimeClassName}' 2>&1): $out"
 fi
 
 echo "# $PASSED passed, $FAILED failed, $(($(date +%s) - T0)) s"
