@@ -9,12 +9,14 @@ KWCTL=${KWCTL:-kwctl}
 POLICY=${POLICY:-annotated-policy.wasm}
 
 # kwctl_run REQUEST SESSION [SETTINGS_JSON]
-# SESSION is a file of test_data/sessions, or an absolute path.
+# REQUEST is a file of test_data, SESSION a file of test_data/sessions; either
+# may be an absolute path instead.
 kwctl_run() {
   local request=$1 session=$2 settings=${3:-'{}'}
+  [[ "$request" == /* ]] || request="test_data/$request"
   [[ "$session" == /* ]] || session="test_data/sessions/$session"
   run "$KWCTL" run --allow-context-aware \
-    --request-path "test_data/$request" \
+    --request-path "$request" \
     --settings-json "$settings" \
     --replay-host-capabilities-interactions "$session" \
     "$POLICY"
@@ -404,6 +406,160 @@ DRA_CLAIM_REASON='kata runtime not assigned: claim "nic" (ResourceClaim "shared-
   allowed true
   no_patch
   [[ "$(jq -r '.warnings[0]' <<<"$response")" == 'runtimeClassName is "", which the API server refuses'* ]]
+}
+
+# incompatiblePod: reject, for namespaces where every pod must run under Kata:
+# a pod with a runtime-compatibility finding is refused, with every finding
+# in the words of the accept-mode warning, before any question to the cluster.
+INCOMPATIBLE_REJECT='{"incompatiblePod":"reject"}'
+# The Kata-mandatory settings of examples/cluster-admission-policy-kata-mandatory.yaml.
+KATA_MANDATORY='{"incompatiblePod":"reject","noFeasibleNode":"reject","allowedRuntimeClasses":[],"lookupFailure":"reject"}'
+REQUIRED='kata runtime required (incompatiblePod: reject), and not assigned: '
+DOCKER_SOCKET_FINDING='container "agent" mounts host socket /var/run/docker.sock (hostPath volume "docker"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)'
+USERNS_FINDING='the pod sets hostUsers: false (a user namespace), which the Kata runtime handler does not support: the kubelet would not start it (skipPodsUsing: userNamespaces)'
+DRA_TEMPLATE_FINDING=${DRA_TEMPLATE_REASON#kata runtime not assigned: }
+MIRROR_REASON='kata runtime not assigned: mirror pod of a static pod (the kubelet runs it, not the API)'
+MASTER_PINNED_REASON="kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+
+# Refused without a code or a patch, the audit saying rejected with $1.
+refused_with() {
+  allowed false
+  no_patch
+  [ "$(jq -r .status.message <<<"$response")" = "$1" ]
+  [ "$(jq -r '.status.code // "none"' <<<"$response")" = "none" ]
+  decision_is rejected
+  reason_is "$1"
+}
+
+@test "incompatiblePod=reject refuses the docker.sock agent, without asking the cluster" {
+  for settings in "$INCOMPATIBLE_REJECT" "$KATA_MANDATORY"; do
+    kwctl_run pod-docker-agent.json "$(no_host_calls)" "$settings"
+    [ "$status" -eq 0 ]
+    refused_with "$REQUIRED$DOCKER_SOCKET_FINDING"
+    warning_is "$REQUIRED$DOCKER_SOCKET_FINDING"
+  done
+}
+
+@test "incompatiblePod=reject refuses a hostUsers: false pod, without asking the cluster" {
+  for settings in "$INCOMPATIBLE_REJECT" "$KATA_MANDATORY"; do
+    kwctl_run pod-user-namespace.json "$(no_host_calls)" "$settings"
+    [ "$status" -eq 0 ]
+    refused_with "$REQUIRED$USERNS_FINDING"
+    warning_is "$REQUIRED$USERNS_FINDING"
+  done
+}
+
+@test "incompatiblePod=reject refuses a DRA pod; the warning is cut, the message is whole" {
+  for settings in "$INCOMPATIBLE_REJECT" "$KATA_MANDATORY"; do
+    kwctl_run pod-dra-template.json "$(no_host_calls)" "$settings"
+    [ "$status" -eq 0 ]
+    refused_with "$REQUIRED$DRA_TEMPLATE_FINDING"
+    [ "$(jq -r '.warnings[0] | utf8bytelength' <<<"$response")" -eq 255 ]
+    local message
+    message=$(jq -r .status.message <<<"$response")
+    warning_is "${message:0:252}..."
+  done
+}
+
+@test "incompatiblePod=reject names every finding of the CSI node plugin" {
+  local findings
+  findings=$(joined_reason "${CSI_FINDINGS[@]}")
+  kwctl_run pod-csi-node-plugin.json "$(no_host_calls)" "$INCOMPATIBLE_REJECT"
+  [ "$status" -eq 0 ]
+  refused_with "$REQUIRED${findings#kata runtime not assigned: }"
+}
+
+@test "incompatiblePod=reject: a feature turned off in skipPodsUsing refuses nothing" {
+  kwctl_run pod-docker-agent.json kata-workers.yml "$(jq -c '. + {incompatiblePod: "reject"}' <<<"$HOST_SOCKETS_OFF")"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+}
+
+@test "incompatiblePod=reject: a mirror pod is admitted unchanged; without its annotation it is refused" {
+  for settings in "$INCOMPATIBLE_REJECT" "$KATA_MANDATORY"; do
+    kwctl_run pod-mirror.json "$(no_host_calls)" "$settings"
+    [ "$status" -eq 0 ]
+    allowed true
+    no_patch
+    decision_is unchanged
+    explained "$MIRROR_REASON"
+  done
+  # The annotation is what spares it: the same pod without it uses hostNetwork.
+  jq 'del(.object.metadata.annotations["kubernetes.io/config.mirror"])' test_data/pod-mirror.json \
+    >"$BATS_TEST_TMPDIR/not-mirror.json"
+  kwctl_run "$BATS_TEST_TMPDIR/not-mirror.json" "$(no_host_calls)" "$INCOMPATIBLE_REJECT"
+  [ "$status" -eq 0 ]
+  refused_with "${REQUIRED}the pod uses hostNetwork, which Kata Containers cannot provide (skipPodsUsing: hostNamespaces)"
+}
+
+@test "Kata-mandatory: a plain pod gets the kata runtime, as before" {
+  kwctl_run pod-plain.json kata-workers.yml "$KATA_MANDATORY"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+  reason_is "$ASSIGNED"
+}
+
+@test "Kata-mandatory: the master-pinned pod is refused with the scheduler's reason" {
+  kwctl_run pod-master-pinned.json kata-workers.yml "$KATA_MANDATORY"
+  [ "$status" -eq 0 ]
+  refused_with "$MASTER_PINNED_REASON"
+}
+
+@test "Kata-mandatory: a pod naming runc is refused, without asking the cluster" {
+  kwctl_run pod-runc.json "$(no_host_calls)" "$KATA_MANDATORY"
+  [ "$status" -eq 0 ]
+  refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
+}
+
+@test "incompatiblePod=accept gives exactly the answers of no setting" {
+  local cases=(
+    "pod-docker-agent.json|kata-workers.yml|{}"
+    "pod-user-namespace.json|kata-workers.yml|{}"
+    "pod-dra-template.json|NONE|{}"
+    "pod-csi-node-plugin.json|node-worker-2.yml|{}"
+    "pod-csi-node-plugin.json|node-worker-2.yml|{\"noFeasibleNode\":\"reject\",\"lookupFailure\":\"reject\"}"
+    "pod-mirror.json|NONE|{}"
+    "pod-plain.json|kata-workers.yml|{}"
+    "pod-master-pinned.json|kata-workers.yml|{\"noFeasibleNode\":\"reject\"}"
+    "pod-runc.json|kata-workers.yml|{\"allowedRuntimeClasses\":[]}"
+  )
+  local entry request session settings before
+  for entry in "${cases[@]}"; do
+    IFS='|' read -r request session settings <<<"$entry"
+    [ "$session" != NONE ] || session=$(no_host_calls)
+    kwctl_run "$request" "$session" "$settings"
+    [ "$status" -eq 0 ]
+    before=$(jq -S . <<<"$response")
+    kwctl_run "$request" "$session" "$(jq -c '. + {incompatiblePod: "accept"}' <<<"$settings")"
+    [ "$status" -eq 0 ]
+    [ "$(jq -S . <<<"$response")" = "$before" ]
+  done
+  # And that answer is the old one: the agent is admitted unchanged, with its finding.
+  kwctl_run pod-docker-agent.json kata-workers.yml '{"incompatiblePod":"accept"}'
+  allowed true
+  no_patch
+  decision_is unchanged
+  explained "kata runtime not assigned: $DOCKER_SOCKET_FINDING"
+}
+
+@test "incompatiblePod takes accept or reject only" {
+  local bad
+  for bad in '"Reject"' 'true' '"deny"' 'null' '["reject"]'; do
+    run "$KWCTL" run --allow-context-aware --request-path test_data/pod-docker-agent.json \
+      --settings-json "{\"incompatiblePod\":$bad}" \
+      --replay-host-capabilities-interactions test_data/sessions/kata-workers.yml "$POLICY"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"Provided settings are not valid"* ]]
+    local escaped=${bad//\"/\\\"}
+    [[ "$output" == *"incompatiblePod must be \"accept\" or \"reject\", got $bad"* ]] \
+      || [[ "$output" == *"incompatiblePod must be \\\"accept\\\" or \\\"reject\\\", got $escaped"* ]]
+  done
 }
 
 @test "a Deployment is not evaluated" {

@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 KWRUN=${KWRUN:-target/debug/kwrun}
 POLICY=${POLICY:-policy.wasm}
 
+# The settings of a namespace where every pod must run under Kata (the
+# example ClusterAdmissionPolicy kata-runtime-mandatory).
+KATA_MANDATORY='{"incompatiblePod":"reject","noFeasibleNode":"reject","allowedRuntimeClasses":[],"lookupFailure":"reject"}'
+
 # request | session | settings | what the cluster looks like
 scenarios=(
   "pod-plain.json|kata-workers.yml|{}|two kata workers, a tainted master without kata"
@@ -42,6 +46,12 @@ scenarios=(
   "pod-runc.json|kata-workers.yml|{\"allowedRuntimeClasses\":[\"gvisor\"]}|a tenant pod naming runc; only gvisor (and kata) allowed"
   "pod-runc.json|kata-workers.yml|{\"allowedRuntimeClasses\":[\"gvisor\",\"runc\"]}|the same pod, runc allowed"
   "pod-empty-class.json|kata-workers.yml|{}|runtimeClassName: \"\" (the API server refuses it)"
+  "pod-docker-agent.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: an agent that mounts /var/run/docker.sock"
+  "pod-user-namespace.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: the hostUsers: false pod"
+  "pod-plain.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: a plain pod"
+  "pod-master-pinned.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: the master-pinned pod"
+  "pod-runc.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: a tenant pod naming runc"
+  "pod-mirror.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: the mirror of a static etcd pod (hostNetwork), created by the kubelet"
   "pod-plain.json|runtimeclass-scheduling.yml|{}|RuntimeClass tolerates the dedicated-kata taint"
   "pod-master-pinned.json|runtimeclass-scheduling.yml|{}|dedicated + cordoned kata nodes"
   "pod-selector-conflict.json|runtimeclass-scheduling.yml|{}|nodeSelector conflicts with the RuntimeClass"

@@ -65,6 +65,17 @@ fn assert_well_formed(response: &[u8], key: &str, case: &[u8]) {
     );
 }
 
+/// The Kata-mandatory settings: `incompatiblePod`, `noFeasibleNode` and
+/// `lookupFailure` reject, `allowedRuntimeClasses` empty.
+fn kata_mandatory() -> Value {
+    json!({
+        "incompatiblePod": "reject",
+        "noFeasibleNode": "reject",
+        "allowedRuntimeClasses": [],
+        "lookupFailure": "reject"
+    })
+}
+
 #[test]
 fn validate_never_traps() {
     let p = policy();
@@ -72,9 +83,12 @@ fn validate_never_traps() {
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|path| {
+        .flat_map(|path| {
             let req = request(path.file_name().unwrap().to_str().unwrap());
-            serde_json::to_vec(&serde_json::json!({"request": req, "settings": {}})).unwrap()
+            // The defaults, and the Kata-mandatory settings (refusals).
+            [json!({}), kata_mandatory()].map(|settings| {
+                serde_json::to_vec(&json!({"request": req, "settings": settings})).unwrap()
+            })
         })
         .collect();
     let mut rng = Rng(0x005e_ed0f_ca7a);
@@ -102,6 +116,8 @@ fn validate_settings_never_traps() {
     let seeds = vec![
         std::fs::read(root().join("policy-settings.json")).unwrap(),
         br#"{"kataNodeSelector":"a in (b, c), !d, e>5","noFeasibleNode":"reject"}"#.to_vec(),
+        kata_mandatory().to_string().into_bytes(),
+        br#"{"incompatiblePod":"Reject"}"#.to_vec(),
         b"null".to_vec(),
     ];
     let mut rng = Rng(0xdead_beef);

@@ -53,6 +53,14 @@ fn settings_are_validated_by_the_module() {
     );
     let ok = std::fs::read(root().join("policy-settings.json")).unwrap();
     assert_eq!(p.validate_settings(&ok).unwrap()["valid"], true);
+    for ok in [
+        json!({"incompatiblePod": "accept"}),
+        json!({"incompatiblePod": "reject"}),
+        kata_mandatory(),
+    ] {
+        let v = p.validate_settings(ok.to_string().as_bytes()).unwrap();
+        assert_eq!(v, json!({"valid": true, "message": null}), "{ok}");
+    }
     for (bad, names) in [
         (&br#"{"runtimeClassName":""}"#[..], "runtimeClassName"),
         (br#"{"kataNodeSelector":"a in x"}"#, "kataNodeSelector"),
@@ -69,6 +77,14 @@ fn settings_are_validated_by_the_module() {
             r#"runtimeHandlerCheck must be "auto", "required" or "off", got "strict""#,
         ),
         (br#"{"runtimeHandlerCheck":true}"#, "runtimeHandlerCheck"),
+        (
+            br#"{"incompatiblePod":"Reject"}"#,
+            r#"incompatiblePod must be "accept" or "reject", got "Reject""#,
+        ),
+        (
+            br#"{"incompatiblePod":true}"#,
+            r#"incompatiblePod must be "accept" or "reject", got true"#,
+        ),
         (br#"{"bogus":true}"#, "bogus"),
         (b"not json", "not valid JSON"),
     ] {
@@ -781,4 +797,252 @@ fn handler_features_for_user_namespaces_and_recursive_read_only_mounts() {
         reason.contains("Replay error: unexpected request"),
         "{reason}"
     );
+}
+
+/// `incompatiblePod: reject`: the start of every refusal for a finding.
+const REQUIRED: &str = "kata runtime required (incompatiblePod: reject), and not assigned: ";
+const DOCKER_SOCKET: &str = "container \"agent\" mounts host socket /var/run/docker.sock (hostPath \
+    volume \"docker\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)";
+const USER_NAMESPACE: &str = "the pod sets hostUsers: false (a user namespace), which the Kata runtime \
+    handler does not support: the kubelet would not start it (skipPodsUsing: userNamespaces)";
+const HOST_NETWORK: &str = "the pod uses hostNetwork, which Kata Containers cannot provide (skipPodsUsing: hostNamespaces)";
+const MIRROR: &str =
+    "kata runtime not assigned: mirror pod of a static pod (the kubelet runs it, not the API)";
+
+/// The Kata-mandatory settings (the example ClusterAdmissionPolicy's).
+fn kata_mandatory() -> Value {
+    json!({
+        "incompatiblePod": "reject",
+        "noFeasibleNode": "reject",
+        "allowedRuntimeClasses": [],
+        "lookupFailure": "reject"
+    })
+}
+
+/// A refusal as policy-server passes it on: no code, no patch, the audit
+/// saying `rejected` with the message, the warning the message cut at 255 bytes.
+fn assert_refused(r: &AdmissionResponse, message: &str) {
+    assert!(!r.allowed, "{r:?}");
+    assert_eq!(r.patch, None, "{r:?}");
+    let status = r.status.as_ref().expect("a status");
+    assert_eq!(status.message.as_deref(), Some(message), "{r:?}");
+    assert_eq!(status.code, None, "{r:?}");
+    let annotations = r.audit_annotations.as_ref().expect("audit annotations");
+    assert_eq!(annotations["decision"], "rejected", "{r:?}");
+    assert_eq!(annotations["reason"], message, "{r:?}");
+    if message.len() <= 255 {
+        assert_eq!(warning(r), message);
+    } else {
+        assert_eq!(warning(r), format!("{}...", &message[..252]));
+    }
+}
+
+/// `kata-workers.yml` has four exchanges; all four left means no host call.
+const KATA_WORKERS_EXCHANGES: usize = 4;
+
+#[test]
+fn incompatible_pod_reject_refuses_every_finding_without_asking_the_cluster() {
+    let p = policy();
+    let findings = |reason: &str| {
+        reason
+            .strip_prefix("kata runtime not assigned: ")
+            .unwrap()
+            .to_owned()
+    };
+    let mut two = request("pod-docker-agent.json");
+    two["object"]["spec"]["hostUsers"] = json!(false);
+    let cases = [
+        (request("pod-docker-agent.json"), DOCKER_SOCKET.to_owned()),
+        (
+            request("pod-user-namespace.json"),
+            USER_NAMESPACE.to_owned(),
+        ),
+        (request("pod-host-network.json"), HOST_NETWORK.to_owned()),
+        (request("pod-dra-template.json"), findings(DRA_TEMPLATE)),
+        (request("pod-dra-claim.json"), findings(DRA_CLAIM)),
+        // Every finding, in report order.
+        (two, format!("{USER_NAMESPACE}; {DOCKER_SOCKET}")),
+        (request("pod-csi-node-plugin.json"), CSI_FINDINGS.join("; ")),
+    ];
+    for (req, finding) in &cases {
+        let message = format!("{REQUIRED}{finding}");
+        for settings in [json!({"incompatiblePod": "reject"}), kata_mandatory()] {
+            // A cluster that would answer, and none at all: neither is asked.
+            let r = p.evaluate(req, &settings, session("kata-workers.yml"));
+            assert_refused(&r, &message);
+            assert_eq!(
+                p.take_session().remaining(),
+                KATA_WORKERS_EXCHANGES,
+                "{message}: the cluster was asked"
+            );
+            let r = p.evaluate(req, &settings, Session::from_exchanges([]));
+            assert_refused(&r, &message);
+        }
+    }
+}
+
+#[test]
+fn incompatible_pod_reject_spares_mirror_pods_allowed_classes_and_features_turned_off() {
+    let p = policy();
+    for settings in [json!({"incompatiblePod": "reject"}), kata_mandatory()] {
+        let mirror = p.evaluate(
+            &request("pod-mirror.json"),
+            &settings,
+            Session::from_exchanges([]),
+        );
+        assert_unchanged(&mirror);
+        assert_explained(&mirror, "unchanged", MIRROR);
+    }
+    // The annotation is what spares it: without, its hostNetwork refuses it.
+    let mut not_mirror = request("pod-mirror.json");
+    not_mirror["object"]["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove("kubernetes.io/config.mirror");
+    assert_refused(
+        &p.evaluate(&not_mirror, &kata_mandatory(), Session::from_exchanges([])),
+        &format!("{REQUIRED}{HOST_NETWORK}"),
+    );
+
+    // A feature turned off makes no finding: the agent is judged on scheduling.
+    let mut settings = defaults_with("hostSockets", "");
+    settings["incompatiblePod"] = json!("reject");
+    let agent = run(&p, "pod-docker-agent.json", "kata-workers.yml", settings);
+    assert_only_runtime_class_added(&agent, "kata");
+    assert_eq!(agent.warnings, None);
+    assert_session_used_up(&p, "hostSockets off");
+
+    // An allowed explicit class is judged as before: another class with a
+    // warning, the policy's own quietly; the cluster is not asked.
+    let mut gvisor = request("pod-docker-agent.json");
+    gvisor["object"]["spec"]["runtimeClassName"] = json!("gvisor");
+    let r = p.evaluate(
+        &gvisor,
+        &json!({"incompatiblePod": "reject", "allowedRuntimeClasses": ["gvisor"]}),
+        Session::from_exchanges([]),
+    );
+    assert_unchanged(&r);
+    assert_explained(
+        &r,
+        "unchanged",
+        "pod already sets runtimeClassName \"gvisor\"; left unchanged",
+    );
+    let mut kata = request("pod-docker-agent.json");
+    kata["object"]["spec"]["runtimeClassName"] = json!("kata");
+    let r = p.evaluate(&kata, &kata_mandatory(), Session::from_exchanges([]));
+    assert_unchanged(&r);
+    assert_eq!(r.warnings, None, "{r:?}");
+}
+
+#[test]
+fn kata_mandatory_gives_kata_or_a_reason() {
+    let p = policy();
+    let plain = run(&p, "pod-plain.json", "kata-workers.yml", kata_mandatory());
+    assert_only_runtime_class_added(&plain, "kata");
+    assert_eq!(plain.warnings, None);
+    assert_eq!(
+        plain.audit_annotations.as_ref().unwrap()["reason"],
+        ASSIGNED
+    );
+    assert_session_used_up(&p, "plain");
+    let pinned = run(
+        &p,
+        "pod-master-pinned.json",
+        "kata-workers.yml",
+        kata_mandatory(),
+    );
+    assert_refused(
+        &pinned,
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+         2 node(s) didn't match Pod's node affinity/selector",
+    );
+    let runc = run(&p, "pod-runc.json", "kata-workers.yml", kata_mandatory());
+    assert_refused(
+        &runc,
+        "runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata)",
+    );
+    assert_eq!(
+        p.take_session().remaining(),
+        KATA_WORKERS_EXCHANGES,
+        "runc: the cluster was asked"
+    );
+}
+
+/// The raw `validate` answer and what is left of the session.
+fn raw_validate(p: &Policy, req: &Value, settings: &Value, session_file: &str) -> (Vec<u8>, usize) {
+    let payload = serde_json::to_vec(&json!({"request": req, "settings": settings})).unwrap();
+    let s = if session_file.is_empty() {
+        Session::from_exchanges([])
+    } else {
+        session(session_file)
+    };
+    let out = p.call_raw("validate", &payload, s).unwrap();
+    (out, p.take_session().remaining())
+}
+
+/// `accept` answers every fixture byte for byte as no setting does, under
+/// the defaults and under the other Kata-mandatory settings, with a cluster
+/// and without one; `reject` changes only pods with a finding, into refusals.
+#[test]
+fn incompatible_pod_accept_is_byte_for_byte_no_setting() {
+    let p = policy();
+    let mut files: Vec<String> = std::fs::read_dir(root().join("test_data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    files.sort();
+    let mut refused = std::collections::BTreeSet::new();
+    for file in &files {
+        let req = request(file);
+        for base in [
+            json!({}),
+            json!({"noFeasibleNode": "reject", "lookupFailure": "reject", "allowedRuntimeClasses": []}),
+        ] {
+            let mut accept = base.clone();
+            accept["incompatiblePod"] = json!("accept");
+            let mut reject = base.clone();
+            reject["incompatiblePod"] = json!("reject");
+            for session_file in ["kata-workers.yml", ""] {
+                let case = format!("{file}, settings {base}, session {session_file:?}");
+                let before = raw_validate(&p, &req, &base, session_file);
+                let after = raw_validate(&p, &req, &accept, session_file);
+                assert_eq!(
+                    String::from_utf8_lossy(&after.0),
+                    String::from_utf8_lossy(&before.0),
+                    "{case}"
+                );
+                assert_eq!(after.1, before.1, "{case}: other host calls");
+                let rejected = raw_validate(&p, &req, &reject, session_file);
+                if rejected != before {
+                    let verdict: Value = serde_json::from_slice(&rejected.0).unwrap();
+                    assert_eq!(verdict["accepted"], false, "{case}: {verdict}");
+                    assert!(
+                        verdict["message"].as_str().unwrap().starts_with(REQUIRED),
+                        "{case}: {verdict}"
+                    );
+                    refused.insert(file.as_str());
+                }
+            }
+        }
+    }
+    for file in [
+        "pod-csi-node-plugin.json",
+        "pod-docker-agent.json",
+        "pod-dra-claim.json",
+        "pod-dra-template.json",
+        "pod-gpu.json",
+        "pod-host-network.json",
+        "pod-user-namespace.json",
+    ] {
+        assert!(refused.contains(file), "reject did not refuse {file}");
+    }
+    for file in [
+        "pod-mirror.json",
+        "pod-dind-builder.json",
+        "pod-plain.json",
+        "pod-runtime-class.json",
+    ] {
+        assert!(!refused.contains(file), "reject changed {file}");
+    }
 }
