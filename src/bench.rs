@@ -1,9 +1,12 @@
 //! Guest functions for the benchmark only (cargo feature `bench`; the shipped
 //! `policy.wasm` never contains them).
 
+use std::ops::ControlFlow;
+
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 
 use crate::cluster::{Cluster, HostCluster, NodeMasks};
+use crate::node::{HandlerReport, KeyFilter, Node, scan_node_list};
 use crate::request;
 use crate::settings::{HandlerCheck, Settings};
 
@@ -11,6 +14,8 @@ pub fn register() {
     guest::register_function("bench_floor", floor);
     guest::register_function("bench_floor_features", floor_features);
     guest::register_function("bench_memory_size", memory_size);
+    guest::register_function("bench_scan", scan);
+    guest::register_function("bench_scan_handlers", scan_handlers);
     guest::register_function("bench_transfer", transfer);
 }
 
@@ -61,6 +66,47 @@ fn validated(payload: &[u8], features: bool) -> CallResult {
         .kata_nodes(settings.host_label_selector(), masks(&settings, features))
         .map_err(|e| e.message)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)?;
+    Ok(b"{}".to_vec())
+}
+
+/// The policy's node reader alone over the plain pod's node query: every
+/// node read (no label kept), nothing checked. What a policy that reads the
+/// whole list with this reader pays before any filter.
+fn scan(payload: &[u8]) -> CallResult {
+    scanned(payload, |_| {})
+}
+
+/// [`scan`], and each node's runtime handlers searched for the handler
+/// named by the payload's top-level `"handler"` (the RuntimeClass's).
+fn scan_handlers(payload: &[u8]) -> CallResult {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        handler: &'a str,
+    }
+    let handler = serde_json::from_slice::<Probe>(payload)
+        .map_err(|e| format!("bench_scan_handlers needs a \"handler\": {e}"))?
+        .handler;
+    let mut listed = 0usize;
+    let result = scanned(payload, |node| {
+        if matches!(
+            node.runtime_handlers.report(handler),
+            HandlerReport::Listed { .. }
+        ) {
+            listed += 1;
+        }
+    });
+    result.map(|_| listed.to_string().into_bytes())
+}
+
+fn scanned(payload: &[u8], mut visit: impl FnMut(&Node)) -> CallResult {
+    let settings = settings(payload);
+    let bytes = HostCluster
+        .kata_nodes(settings.host_label_selector(), masks(&settings, false))
+        .map_err(|e| e.message)?;
+    scan_node_list(&bytes, KeyFilter::Only(&[]), |node| {
+        visit(node);
+        ControlFlow::Continue(())
+    })?;
     Ok(b"{}".to_vec())
 }
 

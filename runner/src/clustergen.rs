@@ -1,12 +1,18 @@
 //! Seeded generator of realistic NodeList payloads, as policy-server returns
-//! them for the policy's query: full `metadata` (labels, annotations; the host
-//! never prunes metadata but empties `managedFields`), and either only
-//! `spec.taints` / `spec.unschedulable` / `status.allocatable` (masked) or the
-//! whole Node with its `status` (unmasked, what a host without field masks
+//! them for the policy's queries: full `metadata` (labels, annotations; the
+//! host never prunes metadata but empties `managedFields`), and what the
+//! query's field masks keep of `spec` and `status` ([`View`]): the taints,
+//! `unschedulable`, `status.allocatable` and, unless the handler check is
+//! off, `status.runtimeHandlers` (each entry pruned to its `name`, or
+//! whole); or the whole Node (unmasked, what a host without field masks
 //! sends). Allocatable follows the instance type; one node group in seven
-//! has GPUs.
+//! has GPUs. The runtime handlers are what a containerd 2.x node with
+//! kata-deploy 4.x's shims reports, in containerd's map order (shuffled per
+//! node), or ([`Runtime::ContainerdOnly`]) only containerd's own.
 //!
-//! Same seed, same bytes: benchmark runs are comparable.
+//! Same seed, same bytes: benchmark runs are comparable. The
+//! [`View::Plain`] payload is byte for byte the one of the generator before
+//! runtime handlers, so older measurements stay comparable.
 
 use serde_json::{Value, json};
 
@@ -195,12 +201,130 @@ fn status(rng: &mut Rng, i: usize, allocatable: Value) -> Value {
     })
 }
 
-/// A NodeList of `count` kata nodes. `masked`: only `spec.taints`,
-/// `spec.unschedulable` and `status.allocatable` besides metadata, as under
-/// the policy's field masks.
-pub fn node_list(count: usize, masked: bool, seed: u64) -> String {
+/// What the host leaves of each Node: the answer to one of the policy's
+/// node queries, or to a query without field masks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum View {
+    /// `spec.taints`, `spec.unschedulable`, `status.allocatable`
+    /// (`runtimeHandlerCheck: off`, and every release before the check).
+    Plain,
+    /// … and `status.runtimeHandlers.name`: policy-server's masks walk into
+    /// arrays, so each entry keeps only its `name` (every pod, by default).
+    HandlerNames,
+    /// … and `status.runtimeHandlers`: the whole entries, features included
+    /// (pods with `hostUsers: false` or a `recursiveReadOnly: Enabled` mount).
+    HandlerFeatures,
+    /// No field masks: the whole Node, `status` with its images and conditions.
+    Unmasked,
+}
+
+impl View {
+    /// The field masks of the query this view answers, sorted as the
+    /// policy sends them; `None` for [`View::Unmasked`].
+    pub fn field_masks(self) -> Option<&'static [&'static str]> {
+        const PLAIN: [&str; 3] = ["spec.taints", "spec.unschedulable", "status.allocatable"];
+        const NAMES: [&str; 4] = [
+            "spec.taints",
+            "spec.unschedulable",
+            "status.allocatable",
+            "status.runtimeHandlers.name",
+        ];
+        const FEATURES: [&str; 4] = [
+            "spec.taints",
+            "spec.unschedulable",
+            "status.allocatable",
+            "status.runtimeHandlers",
+        ];
+        match self {
+            View::Plain => Some(&PLAIN),
+            View::HandlerNames => Some(&NAMES),
+            View::HandlerFeatures => Some(&FEATURES),
+            View::Unmasked => None,
+        }
+    }
+}
+
+/// The container runtime of a node, as its `status.runtimeHandlers` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Runtime {
+    /// containerd 2.x with kata-deploy 4.x's shims: [`KATA_DEPLOY_HANDLERS`]
+    /// besides `runc` and the default handler `""`.
+    KataDeploy,
+    /// containerd that did not load kata-deploy's configuration (as on k3s,
+    /// whose containerd reads its own template): `""` and `runc` only,
+    /// whatever the node's kata label says.
+    ContainerdOnly,
+}
+
+/// The RuntimeClass handlers kata-deploy 4.x installs on an amd64 node
+/// (one per shim; each RuntimeClass is named as its handler).
+pub const KATA_DEPLOY_HANDLERS: [&str; 10] = [
+    "kata-clh",
+    "kata-dragonball",
+    "kata-fc",
+    "kata-qemu",
+    "kata-qemu-coco-dev",
+    "kata-qemu-nvidia-gpu",
+    "kata-qemu-nvidia-gpu-snp",
+    "kata-qemu-runtime-rs",
+    "kata-qemu-snp",
+    "kata-qemu-tdx",
+];
+
+/// `status.runtimeHandlers` as the kubelet publishes containerd 2.x's
+/// introspection: one entry per configured runtime in Go map order (random:
+/// shuffled here), and `""` for the default runtime (`runc`) right after
+/// it. User namespaces are reported for runc-type runtimes only;
+/// recursive read-only mounts for every runtime.
+fn runtime_handlers(rng: &mut Rng, runtime: Runtime) -> Value {
+    let mut names: Vec<&str> = vec!["runc"];
+    if runtime == Runtime::KataDeploy {
+        names.extend(KATA_DEPLOY_HANDLERS);
+    }
+    for k in (1..names.len()).rev() {
+        names.swap(k, rng.below(k as u64 + 1) as usize);
+    }
+    let entry = |name: &str, runc: bool| json!({"name": name, "features": {"recursiveReadOnlyMounts": true, "userNamespaces": runc}});
+    let mut entries = Vec::new();
+    for name in names {
+        entries.push(entry(name, name == "runc"));
+        if name == "runc" {
+            entries.push(entry("", true));
+        }
+    }
+    Value::Array(entries)
+}
+
+/// `runtimeHandlers` under a view: absent, pruned to names, or whole.
+fn handlers_in(view: View, handlers: &Value) -> Option<Value> {
+    match view {
+        View::Plain => None,
+        View::HandlerNames => Some(Value::Array(
+            handlers
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| json!({"name": h["name"]}))
+                .collect(),
+        )),
+        View::HandlerFeatures | View::Unmasked => Some(handlers.clone()),
+    }
+}
+
+/// `count` kata nodes as the host returns them under `view`; node `i` runs
+/// `runtime(i)`. Same arguments, same nodes.
+pub fn nodes(
+    count: usize,
+    view: View,
+    seed: u64,
+    runtime: impl Fn(usize) -> Runtime,
+) -> Vec<Value> {
     let mut rng = Rng::new(seed);
-    let items: Vec<Value> = (0..count)
+    // The fields only some views have draw from their own streams, so that
+    // every view of node `i` is the same node.
+    let mut extra = Rng::new(seed ^ 0x756e_6d61_736b_6564);
+    let mut order = Rng::new(seed ^ 0x6861_6e64_6c65_7273);
+    (0..count)
         .map(|i| {
             let name = node_name(i);
             let instance = instance(&mut rng, i);
@@ -226,17 +350,42 @@ pub fn node_list(count: usize, masked: bool, seed: u64) -> String {
                 "spec": spec,
             });
             let allocatable = allocatable(i, instance);
-            if masked {
-                node["status"] = json!({ "allocatable": allocatable });
-            } else {
+            let handlers = runtime_handlers(&mut order, runtime(i));
+            if view == View::Unmasked {
                 node["spec"]["podCIDR"] = json!(format!("192.168.{}.0/24", i % 256));
-                node["spec"]["providerID"] = json!(format!("aws:///eu-west-1a/i-0{}", rng.hex(16)));
-                node["status"] = status(&mut rng, i, allocatable);
+                node["spec"]["providerID"] =
+                    json!(format!("aws:///eu-west-1a/i-0{}", extra.hex(16)));
+                node["status"] = status(&mut extra, i, allocatable);
+            } else {
+                node["status"] = json!({ "allocatable": allocatable });
+            }
+            if let Some(handlers) = handlers_in(view, &handlers) {
+                node["status"]["runtimeHandlers"] = handlers;
             }
             node
         })
-        .collect();
-    json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": items}).to_string()
+        .collect()
+}
+
+/// A NodeList of `count` kata nodes ([`nodes`]), serialized as the host
+/// hands it to the guest.
+pub fn node_list(
+    count: usize,
+    view: View,
+    seed: u64,
+    runtime: impl Fn(usize) -> Runtime,
+) -> String {
+    list_of(nodes(count, view, seed, runtime)).to_string()
+}
+
+/// The NodeList around `items`.
+pub fn list_of(items: Vec<Value>) -> Value {
+    json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": items})
+}
+
+/// Every node runs kata-deploy's shims.
+pub fn kata_deploy(_: usize) -> Runtime {
+    Runtime::KataDeploy
 }
 
 #[cfg(test)]
@@ -245,9 +394,13 @@ mod tests {
 
     #[test]
     fn seeded_and_realistic() {
-        let a = node_list(50, true, 7);
-        assert_eq!(a, node_list(50, true, 7), "same seed, same bytes");
-        assert_ne!(a, node_list(50, true, 8));
+        let a = node_list(50, View::HandlerNames, 7, kata_deploy);
+        assert_eq!(
+            a,
+            node_list(50, View::HandlerNames, 7, kata_deploy),
+            "same seed, same bytes"
+        );
+        assert_ne!(a, node_list(50, View::HandlerNames, 8, kata_deploy));
         let v: Value = serde_json::from_str(&a).unwrap();
         let items = v["items"].as_array().unwrap();
         assert_eq!(items.len(), 50);
@@ -265,7 +418,7 @@ mod tests {
         );
         assert!(items.iter().all(|n| {
             let status = n["status"].as_object().unwrap();
-            status.len() == 1 && status["allocatable"]["pods"] == "110"
+            status.len() == 2 && status["allocatable"]["pods"] == "110"
         }));
         let gpus = items
             .iter()
@@ -277,12 +430,120 @@ mod tests {
             .filter(|n| n["spec"].get("taints").is_some())
             .count();
         assert!(tainted > 0 && tainted < 40, "{tainted}");
-        let unmasked = node_list(50, false, 7);
+        let unmasked = node_list(50, View::Unmasked, 7, kata_deploy);
         assert!(
             unmasked.len() > 5 * a.len(),
             "the full status dominates: {} vs {}",
             unmasked.len(),
             a.len()
+        );
+    }
+
+    #[test]
+    fn nodes_report_kata_deploys_handlers_in_containerds_way() {
+        let items = nodes(40, View::HandlerFeatures, 7, kata_deploy);
+        let mut first_names = std::collections::BTreeSet::new();
+        for node in &items {
+            let handlers = node["status"]["runtimeHandlers"].as_array().unwrap();
+            let names: Vec<&str> = handlers
+                .iter()
+                .map(|h| h["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(handlers.len(), 12, "{names:?}");
+            let runc = names.iter().position(|n| *n == "runc").unwrap();
+            assert_eq!(
+                names[runc + 1],
+                "",
+                "the default handler follows runc: {names:?}"
+            );
+            for kata in KATA_DEPLOY_HANDLERS {
+                assert!(names.contains(&kata), "{kata} in {names:?}");
+            }
+            for h in handlers {
+                let runc_type = h["name"] == "" || h["name"] == "runc";
+                assert_eq!(
+                    h["features"],
+                    json!({"recursiveReadOnlyMounts": true, "userNamespaces": runc_type}),
+                    "{h}"
+                );
+            }
+            first_names.insert(names[0]);
+        }
+        assert!(
+            first_names.len() > 3,
+            "the order varies per node: {first_names:?}"
+        );
+        let k3s = nodes(3, View::HandlerNames, 7, |_| Runtime::ContainerdOnly);
+        for node in &k3s {
+            let names: Vec<&str> = node["status"]["runtimeHandlers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["runc", ""]);
+        }
+    }
+
+    /// What policy-server's field masks leave of an unmasked node: `metadata`
+    /// whole, each masked path kept, walking into arrays.
+    fn apply_masks(node: &Value, masks: &[&str]) -> Value {
+        fn keep(from: &Value, path: &[&str], into: &mut Value) {
+            let Some((first, rest)) = path.split_first() else {
+                *into = from.clone();
+                return;
+            };
+            if let Some(items) = from.as_array() {
+                if !into.is_array() {
+                    *into = Value::Array(vec![json!({}); items.len()]);
+                }
+                for (item, out) in items.iter().zip(into.as_array_mut().unwrap()) {
+                    keep(item, path, out);
+                }
+                return;
+            }
+            if let Some(value) = from.get(*first) {
+                if into.get(*first).is_none() {
+                    into[*first] = json!({});
+                }
+                keep(value, rest, &mut into[*first]);
+            }
+        }
+        let mut out = json!({"apiVersion": node["apiVersion"], "kind": node["kind"],
+                             "metadata": node["metadata"], "spec": {}, "status": {}});
+        for mask in masks {
+            let path: Vec<&str> = mask.split('.').collect();
+            keep(node, &path, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn each_view_is_the_unmasked_node_under_its_masks() {
+        let runtime = |i: usize| {
+            if i.is_multiple_of(3) {
+                Runtime::ContainerdOnly
+            } else {
+                Runtime::KataDeploy
+            }
+        };
+        let unmasked = nodes(30, View::Unmasked, 11, runtime);
+        for view in [View::Plain, View::HandlerNames, View::HandlerFeatures] {
+            let masks = view.field_masks().unwrap();
+            let mut sorted = masks.to_vec();
+            sorted.sort();
+            assert_eq!(masks, sorted, "sent sorted");
+            for (masked, full) in nodes(30, view, 11, runtime).iter().zip(&unmasked) {
+                assert_eq!(*masked, apply_masks(full, masks), "{view:?}");
+            }
+        }
+        let names = nodes(2, View::HandlerNames, 11, kata_deploy);
+        let entries = names[0]["status"]["runtimeHandlers"].as_array().unwrap();
+        assert!(entries.iter().all(|e| e.as_object().unwrap().len() == 1));
+        assert!(
+            nodes(2, View::Plain, 11, kata_deploy)[0]["status"]
+                .get("runtimeHandlers")
+                .is_none()
         );
     }
 }

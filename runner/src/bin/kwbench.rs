@@ -2,23 +2,98 @@
 //! measured through the real `.wasm` in the waPC host.
 //!
 //! For each cluster size it times, after a warm-up, many `validate` calls per
-//! pod case, and a floor in the same run: a bench-only guest function that
-//! makes the same node query and only validates the answer as JSON. Reported
-//! as medians, spread (p10–p90) and ratios, which survive a noisy machine
-//! better than absolute times.
+//! pod case, each interleaved with a floor: a bench-only guest function that
+//! makes the same node query (the same field masks) and only validates the
+//! answer as JSON. Reported as medians, spread (p10–p90) and ratios of the
+//! paired calls, which survive a noisy machine better than absolute times.
+//! Every case runs twice: in replay (the host copies a ready answer) and
+//! under the policy-server cost model (the host clones its cached nodes and
+//! serializes them on every call).
 //!
 //! Usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100,1000,10000]
-//!                [--seconds S per case] [--cases 0,a,b,c,f,v,d,g,e]
+//!                [--seconds S per case] [--cases 0,k,a,b,c,f,v,d,g,e,h,n,r,A,C]
+//!                [--modes replay,model] [--handler-check auto|required|off]
+//!                [--masks plain|names] [--baseline OTHER_GUEST.wasm
+//!                [--baseline-check auto|required|off] [--baseline-masks plain|names]]
+//!
+//! `--handler-check` is the policy's `runtimeHandlerCheck` setting (the
+//! node queries follow it: `off` asks no handler). `--baseline` times another
+//! guest's run of each case interleaved with this one (a before/after of a
+//! change); `--masks plain` / `--baseline-masks plain` answer the default
+//! settings with the masks of a guest older than the handler check (its
+//! cases about handlers are left out).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use kwrun::{CallbackRequest, Exchange, Policy, Response, Session, clustergen};
+use kwrun::clustergen::{self, Runtime, View};
+use kwrun::{CallbackRequest, Exchange, Policy, Response, Session};
 use serde_json::{Value, json};
+
+/// Counts live heap bytes while [`COUNTING`] is set: the size of the
+/// host-side cache of parsed nodes. Off, it costs one relaxed load.
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static BLOCKS: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            BLOCKS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+            BLOCKS.fetch_sub(1, Ordering::Relaxed);
+        }
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// What `make` leaves allocated: the value, the heap bytes it holds and
+/// in how many blocks (each one a `malloc` when the host clones it).
+fn heap_bytes<T>(make: impl FnOnce() -> T) -> (T, isize, isize) {
+    LIVE.store(0, Ordering::Relaxed);
+    BLOCKS.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+    let value = make();
+    COUNTING.store(false, Ordering::Relaxed);
+    (
+        value,
+        LIVE.load(Ordering::Relaxed),
+        BLOCKS.load(Ordering::Relaxed),
+    )
+}
 
 const SELECTOR: &str = "katacontainers.io/kata-runtime=true";
 const SEED: u64 = 0x6b61_7461;
+/// The handler of the bench's RuntimeClass `kata` (a class may name another
+/// handler than itself): one of kata-deploy's, on every node of the
+/// standard cluster.
+const HANDLER: &str = "kata-qemu";
+/// Nodes at the end of the list that lack the handler in case (h).
+const MISSING_TAIL: usize = 3;
 
 fn runtime_class_request() -> CallbackRequest {
     CallbackRequest::KubernetesGetResource {
@@ -31,21 +106,40 @@ fn runtime_class_request() -> CallbackRequest {
     }
 }
 
-fn nodes_request() -> CallbackRequest {
+fn masks(view: View) -> Option<std::collections::BTreeSet<String>> {
+    view.field_masks()
+        .map(|masks| masks.iter().map(|m| m.to_string()).collect())
+}
+
+fn nodes_request(view: View) -> CallbackRequest {
     CallbackRequest::KubernetesListResourceAll {
         api_version: "v1".into(),
         kind: "Node".into(),
         label_selector: Some(SELECTOR.into()),
         field_selector: None,
-        field_masks: Some(
-            ["spec.taints", "spec.unschedulable", "status.allocatable"]
-                .map(String::from)
-                .into(),
-        ),
+        field_masks: masks(view),
     }
 }
 
-const RUNTIME_CLASS: &str = r#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata","overhead":{"podFixed":{"cpu":"250m","memory":"160Mi"}},"scheduling":{"nodeSelector":{"katacontainers.io/kata-runtime":"true"}}}"#;
+fn node_request(name: &str, view: View) -> CallbackRequest {
+    CallbackRequest::KubernetesGetResource {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        name: name.into(),
+        namespace: None,
+        disable_cache: false,
+        field_masks: masks(view),
+    }
+}
+
+/// kata-deploy-like: `scheduling.nodeSelector` on the kata label, the qemu
+/// shim's overhead (kata-deploy 4.x), the handler [`HANDLER`].
+fn runtime_class() -> String {
+    json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"},
+           "handler": HANDLER, "overhead": {"podFixed": {"cpu": "250m", "memory": "320Mi"}},
+           "scheduling": {"nodeSelector": {"katacontainers.io/kata-runtime": "true"}}})
+    .to_string()
+}
 
 /// Which host calls a case makes: the session must answer exactly those.
 #[derive(Clone, Copy, PartialEq)]
@@ -57,6 +151,16 @@ enum Calls {
     RuntimeClassAndMiddleNode,
     /// The RuntimeClass, the pod's claim and its volume by name, then the nodes.
     RuntimeClassClaimAndNodes,
+}
+
+impl Calls {
+    /// Whether the case lists the nodes.
+    fn lists(self) -> bool {
+        matches!(
+            self,
+            Calls::RuntimeClassAndNodes | Calls::RuntimeClassClaimAndNodes
+        )
+    }
 }
 
 /// A StatefulSet claim bound to a zonal EBS disk, and its PersistentVolume,
@@ -104,32 +208,114 @@ fn object_request(
     }
 }
 
-/// What the host answers from, for one cluster size.
-struct Answers<'a> {
-    /// The masked NodeList.
-    nodes: &'a str,
-    /// The middle node, by name, and its masked JSON.
-    middle: (&'a str, &'a str),
+/// The cluster a case runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Nodes {
+    /// Every node runs kata-deploy's shims.
+    KataDeploy,
+    /// … but the last [`MISSING_TAIL`] nodes' containerd did not load them.
+    MissingTail,
+    /// No node's containerd loaded them (kata-deploy on k3s).
+    ContainerdOnly,
+}
+
+impl Nodes {
+    fn runtime(self, size: usize) -> impl Fn(usize) -> Runtime {
+        move |i| match self {
+            Nodes::KataDeploy => Runtime::KataDeploy,
+            Nodes::MissingTail if i + MISSING_TAIL < size => Runtime::KataDeploy,
+            Nodes::MissingTail | Nodes::ContainerdOnly => Runtime::ContainerdOnly,
+        }
+    }
+}
+
+/// Which node query a case makes, and what the host answers it with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Query {
+    /// The query of a pod that needs no handler feature: the handlers'
+    /// names (nothing of them with `runtimeHandlerCheck: off`).
+    Pod,
+    /// The query of a pod that needs a handler feature: whole entries.
+    Features,
+    /// The one-query design: the pod's query answered with whole entries,
+    /// as if the policy asked for them for every pod.
+    FeaturesForEveryPod,
+}
+
+/// The run's settings and the views they ask for.
+#[derive(Clone, Copy)]
+struct Config {
+    check: &'static str,
+    /// The view a pod that needs no feature asks for.
+    pod_view: View,
+}
+
+impl Config {
+    fn settings(&self) -> Value {
+        match self.check {
+            "auto" => json!({}),
+            check => json!({"runtimeHandlerCheck": check}),
+        }
+    }
+
+    /// Whether the guest reads handlers at all.
+    fn reads_handlers(&self) -> bool {
+        self.pod_view != View::Plain
+    }
+
+    /// (asked, answered) for a query.
+    fn views(&self, query: Query) -> (View, View) {
+        match query {
+            Query::Pod => (self.pod_view, self.pod_view),
+            Query::Features if self.reads_handlers() => {
+                (View::HandlerFeatures, View::HandlerFeatures)
+            }
+            Query::Features => (View::Plain, View::Plain),
+            Query::FeaturesForEveryPod => (self.pod_view, View::HandlerFeatures),
+        }
+    }
+}
+
+/// One cluster under one view, in both host forms.
+struct Answer {
+    /// The NodeList text (replay).
+    list: String,
+    /// The middle node, by name, and its JSON.
+    middle: (String, String),
     /// The policy-server cost model: the same objects, parsed once, cloned
     /// and serialized on every call (list, middle node).
-    model: Option<(Objects, Objects)>,
+    objects: Objects,
+    middle_object: Objects,
 }
 
 /// Parsed Nodes, shared by every session of a run.
 type Objects = Arc<Vec<Value>>;
 
-fn node_request(name: &str) -> CallbackRequest {
-    CallbackRequest::KubernetesGetResource {
-        api_version: "v1".into(),
-        kind: "Node".into(),
-        name: name.into(),
-        namespace: None,
-        disable_cache: false,
-        field_masks: Some(
-            ["spec.taints", "spec.unschedulable", "status.allocatable"]
-                .map(String::from)
-                .into(),
-        ),
+impl Answer {
+    fn new(size: usize, nodes: Nodes, view: View) -> Answer {
+        let items = clustergen::nodes(size, view, SEED, nodes.runtime(size));
+        let middle = items[size / 2].clone();
+        Answer {
+            list: clustergen::list_of(items.clone()).to_string(),
+            middle: (clustergen::node_name(size / 2), middle.to_string()),
+            objects: Arc::new(items),
+            middle_object: Arc::new(vec![middle]),
+        }
+    }
+}
+
+/// The answers of one cluster size, built on first use.
+struct Answers {
+    size: usize,
+    built: HashMap<(Nodes, View), Answer>,
+}
+
+impl Answers {
+    fn get(&mut self, nodes: Nodes, view: View) -> &Answer {
+        let size = self.size;
+        self.built
+            .entry((nodes, view))
+            .or_insert_with(|| Answer::new(size, nodes, view))
     }
 }
 
@@ -138,9 +324,63 @@ struct Case {
     what: &'static str,
     pod_spec: Value,
     calls: Calls,
+    nodes: Nodes,
+    query: Query,
     /// The decision the case must produce, so that a broken fixture is not
     /// silently measured as an error path.
     expect: &'static str,
+    /// Text the response must contain (the reason the case is about).
+    says: Option<String>,
+    /// A case to time alongside this one, for a paired ratio.
+    versus: Option<&'static str>,
+}
+
+impl Case {
+    fn new(id: &'static str, what: &'static str, pod_spec: Value, calls: Calls) -> Case {
+        Case {
+            id,
+            what,
+            pod_spec,
+            calls,
+            nodes: Nodes::KataDeploy,
+            query: Query::Pod,
+            expect: "mutated",
+            says: None,
+            versus: None,
+        }
+    }
+
+    fn expect(self, expect: &'static str) -> Case {
+        Case { expect, ..self }
+    }
+
+    fn on(self, nodes: Nodes, query: Query) -> Case {
+        Case {
+            nodes,
+            query,
+            ..self
+        }
+    }
+
+    fn versus(self, id: &'static str) -> Case {
+        Case {
+            versus: Some(id),
+            ..self
+        }
+    }
+
+    fn says(self, text: String) -> Case {
+        Case {
+            says: Some(text),
+            ..self
+        }
+    }
+
+    /// Whether the case is about the handler check (left out when the
+    /// guest reads no handler).
+    fn needs_handlers(&self) -> bool {
+        self.nodes != Nodes::KataDeploy || self.query != Query::Pod
+    }
 }
 
 fn containers() -> Value {
@@ -151,93 +391,79 @@ fn cases(size: usize) -> Vec<Case> {
     let last = clustergen::node_name(size - 1);
     let middle = clustergen::node_name(size / 2);
     let tolerate_all = json!([{"operator": "Exists"}]);
+    let plain = json!({"containers": containers()});
+    let no_zone = json!({"containers": containers(), "nodeSelector": {"topology.kubernetes.io/zone": "eu-west-1z"}});
+    let not_reported = format!("do not report runtime handler \\\"{HANDLER}\\\"");
+    use Calls::{RuntimeClassAndMiddleNode, RuntimeClassAndNodes, RuntimeClassClaimAndNodes};
     vec![
-        Case {
-            id: "0",
-            what: "already names a runtimeClassName (skip)",
-            pod_spec: json!({"containers": containers(), "runtimeClassName": "gvisor"}),
-            calls: Calls::None,
-            expect: "unchanged",
-        },
-        Case {
-            id: "k",
-            what: "mounts /var/run/docker.sock: Kata cannot run it (skip)",
-            pod_spec: json!({"containers": [{"name": "agent", "image": "registry.example.com/agent:v1",
+        Case::new("0", "already names a runtimeClassName (skip)",
+            json!({"containers": containers(), "runtimeClassName": "gvisor"}), Calls::None)
+            .expect("unchanged"),
+        Case::new("k", "mounts /var/run/docker.sock: Kata cannot run it (skip)",
+            json!({"containers": [{"name": "agent", "image": "registry.example.com/agent:v1",
                 "resources": {"requests": {"cpu": "100m"}},
                 "volumeMounts": [{"name": "docker", "mountPath": "/var/run/docker.sock"}]}],
-                "volumes": [{"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}}]}),
-            calls: Calls::None,
-            expect: "unchanged",
-        },
-        Case {
-            id: "a",
-            what: "plain pod, fits most nodes",
-            pod_spec: json!({"containers": containers()}),
-            calls: Calls::RuntimeClassAndNodes,
-            expect: "mutated",
-        },
-        Case {
-            id: "b",
-            what: "fits only the last node",
-            pod_spec: json!({"containers": containers(), "nodeSelector": {"kubernetes.io/hostname": last},
-                             "tolerations": tolerate_all}),
-            calls: Calls::RuntimeClassAndNodes,
-            expect: "mutated",
-        },
-        Case {
-            id: "c",
-            what: "fits no node (full diagnosis)",
-            pod_spec: json!({"containers": containers(), "nodeSelector": {"topology.kubernetes.io/zone": "eu-west-1z"}}),
-            calls: Calls::RuntimeClassAndNodes,
-            expect: "unchanged",
-        },
-        Case {
-            id: "f",
-            what: "fits no node, on resources only (8 GPUs, every node checked to the end)",
-            pod_spec: json!({"containers": [{"name": "train", "image": "registry.example.com/train:v1",
+                "volumes": [{"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}}]}), Calls::None)
+            .expect("unchanged"),
+        Case::new("a", "plain pod, fits most nodes", plain.clone(), RuntimeClassAndNodes),
+        Case::new("b", "fits only the last node",
+            json!({"containers": containers(), "nodeSelector": {"kubernetes.io/hostname": last},
+                   "tolerations": tolerate_all}), RuntimeClassAndNodes),
+        Case::new("c", "fits no node (full diagnosis)", no_zone.clone(), RuntimeClassAndNodes)
+            .expect("unchanged"),
+        Case::new("f", "fits no node, on resources only (8 GPUs, every node checked to the end)",
+            json!({"containers": [{"name": "train", "image": "registry.example.com/train:v1",
                 "resources": {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"nvidia.com/pgpu": "8"}}}],
-                "tolerations": tolerate_all}),
-            calls: Calls::RuntimeClassAndNodes,
-            expect: "unchanged",
-        },
-        Case {
-            id: "v",
-            what: "StatefulSet pod, one claim bound to a zonal disk (claim and volume read by name)",
-            pod_spec: json!({"containers": containers(),
+                "tolerations": tolerate_all}), RuntimeClassAndNodes)
+            .expect("unchanged"),
+        Case::new("v", "StatefulSet pod, one claim bound to a zonal disk (claim and volume read by name)",
+            json!({"containers": containers(),
                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}),
-            calls: Calls::RuntimeClassClaimAndNodes,
-            expect: "mutated",
-        },
-        Case {
-            id: "d",
-            what: "DaemonSet pod pinned by matchFields (middle node, read by name)",
-            pod_spec: json!({"containers": containers(), "tolerations": tolerate_all,
+            RuntimeClassClaimAndNodes),
+        Case::new("d", "DaemonSet pod pinned by matchFields (middle node, read by name)",
+            json!({"containers": containers(), "tolerations": tolerate_all,
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms":
                     [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [middle]}]}]}}}}),
-            calls: Calls::RuntimeClassAndMiddleNode,
-            expect: "mutated",
-        },
-        Case {
-            id: "g",
-            what: "DaemonSet-like pod pinned to 9 nodes from the middle on (over the cap of 8: lists)",
-            pod_spec: json!({"containers": containers(), "tolerations": tolerate_all,
+            RuntimeClassAndMiddleNode),
+        Case::new("g", "DaemonSet-like pod pinned to 9 nodes from the middle on (over the cap of 8: lists)",
+            json!({"containers": containers(), "tolerations": tolerate_all,
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms":
                     (0..9).map(|k| json!({"matchFields": [{"key": "metadata.name", "operator": "In",
                         "values": [clustergen::node_name(size / 2 + k)]}]})).collect::<Vec<_>>()}}}}),
-            calls: Calls::RuntimeClassAndNodes,
-            expect: "mutated",
-        },
-        Case {
-            id: "e",
-            what: "bound by nodeName (middle node, read by name)",
-            pod_spec: json!({"containers": containers(), "nodeName": middle, "tolerations": tolerate_all}),
-            calls: Calls::RuntimeClassAndMiddleNode,
-            expect: "mutated",
-        },
+            RuntimeClassAndNodes),
+        Case::new("e", "bound by nodeName (middle node, read by name)",
+            json!({"containers": containers(), "nodeName": middle, "tolerations": tolerate_all}),
+            RuntimeClassAndMiddleNode),
+        Case::new("h", "every node passes the filters, the last 3 lack the handler (mutated, warns)",
+            json!({"containers": containers(), "tolerations": tolerate_all}), RuntimeClassAndNodes)
+            .on(Nodes::MissingTail, Query::Pod)
+            .says(format!("{MISSING_TAIL} of {size} kata nodes that can take this pod {not_reported}")),
+        Case::new("n", "no node reports the handler (k3s-like; every node passes the other filters: full diagnosis)",
+            json!({"containers": containers(), "tolerations": tolerate_all}), RuntimeClassAndNodes)
+            .on(Nodes::ContainerdOnly, Query::Pod)
+            .expect("unchanged")
+            .says(format!("0/{size} kata nodes can run this pod: {size} node(s) {not_reported}")),
+        Case::new("r", "a recursiveReadOnly: Enabled mount (asks for whole handler entries)",
+            json!({"containers": [{"name": "app", "image": "registry.example.com/app:v1",
+                "resources": {"requests": {"cpu": "100m"}},
+                "volumeMounts": [{"name": "config", "mountPath": "/etc/app", "readOnly": true,
+                                  "recursiveReadOnly": "Enabled"}]}],
+                "volumes": [{"name": "config", "configMap": {"name": "app"}}]}), RuntimeClassAndNodes)
+            .on(Nodes::KataDeploy, Query::Features)
+            .versus("a"),
+        Case::new("A", "(a) answered with whole handler entries (one query for every pod)", plain,
+            RuntimeClassAndNodes)
+            .on(Nodes::KataDeploy, Query::FeaturesForEveryPod)
+            .versus("a"),
+        Case::new("C", "(c) answered with whole handler entries (one query for every pod)", no_zone,
+            RuntimeClassAndNodes)
+            .on(Nodes::KataDeploy, Query::FeaturesForEveryPod)
+            .expect("unchanged")
+            .versus("c"),
     ]
 }
 
-fn validate_payload(pod_spec: &Value) -> Vec<u8> {
+fn validate_payload(pod_spec: &Value, settings: &Value) -> Vec<u8> {
     let request = json!({
         "uid": "bench", "kind": {"group": "", "version": "v1", "kind": "Pod"},
         "resource": {"group": "", "version": "v1", "resource": "pods"},
@@ -247,43 +473,44 @@ fn validate_payload(pod_spec: &Value) -> Vec<u8> {
                    "metadata": {"name": "bench", "namespace": "default", "labels": {"app": "bench"}},
                    "spec": pod_spec},
     });
-    serde_json::to_vec(&json!({"request": request, "settings": {}})).unwrap_or_default()
+    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap_or_default()
 }
 
-fn session(calls: Calls, answers: &Answers) -> Session {
-    let nodes = answers.nodes;
-    let list_answer = || match &answers.model {
-        Some((list, _)) => Response::Serialized {
-            objects: list.clone(),
+/// The host calls of a case: `asked` is the node query's view, `answer`
+/// what the host returns to it; `model` answers the way policy-server does.
+fn session(calls: Calls, asked: View, answer: &Answer, model: bool) -> Session {
+    let list_answer = || match model {
+        true => Response::Serialized {
+            objects: answer.objects.clone(),
             list: true,
         },
-        None => Response::Success {
-            payload: nodes.to_string(),
+        false => Response::Success {
+            payload: answer.list.clone(),
         },
     };
-    let middle_answer = || match &answers.model {
-        Some((_, middle)) => Response::Serialized {
-            objects: middle.clone(),
+    let middle_answer = || match model {
+        true => Response::Serialized {
+            objects: answer.middle_object.clone(),
             list: false,
         },
-        None => Response::Success {
-            payload: answers.middle.1.to_string(),
+        false => Response::Success {
+            payload: answer.middle.1.clone(),
         },
     };
     let success = |payload: &str| Response::Success {
         payload: payload.to_string(),
     };
     // Under the model, objects read by name are cloned and serialized too.
-    let object = |text: &str| match &answers.model {
-        Some(_) => Response::Serialized {
+    let object = |text: &str| match model {
+        true => Response::Serialized {
             objects: Arc::new(vec![serde_json::from_str(text).unwrap_or_default()]),
             list: false,
         },
-        None => success(text),
+        false => success(text),
     };
     let runtime_class = || Exchange {
         request: runtime_class_request(),
-        response: success(RUNTIME_CLASS),
+        response: success(&runtime_class()),
     };
     // The access questions, then the node list: every case that lists.
     let listing = || {
@@ -292,7 +519,7 @@ fn session(calls: Calls, answers: &Answers) -> Session {
             response: success(r#"{"allowed":true}"#),
         };
         let list = Exchange {
-            request: nodes_request(),
+            request: nodes_request(asked),
             response: list_answer(),
         };
         [access("list"), access("watch"), list]
@@ -325,13 +552,13 @@ fn session(calls: Calls, answers: &Answers) -> Session {
         .chain(listing())
         .collect(),
         Calls::NodesOnly => vec![Exchange {
-            request: nodes_request(),
+            request: nodes_request(asked),
             response: list_answer(),
         }],
         Calls::RuntimeClassAndMiddleNode => vec![
             runtime_class(),
             Exchange {
-                request: node_request(answers.middle.0),
+                request: node_request(&answer.middle.0, asked),
                 response: middle_answer(),
             },
         ],
@@ -339,47 +566,75 @@ fn session(calls: Calls, answers: &Answers) -> Session {
     Session::from_exchanges(exchanges)
 }
 
+/// What a timed run needs: the guest call, its payload and host answers.
+struct Run<'a> {
+    op: &'a str,
+    payload: &'a [u8],
+    calls: Calls,
+    asked: View,
+    answer: &'a Answer,
+    model: bool,
+}
+
 struct Stats {
     median: Duration,
     p10: Duration,
     p90: Duration,
     runs: usize,
+    /// Every timing, in call order (paired ratios).
+    times: Vec<Duration>,
 }
 
-/// Times `op` on a fresh instance: warm-up, then until `budget` is spent
-/// (at least 15, at most 400 runs). The session is built outside the timed
-/// region; the host's copy of the answer into the guest is inside it.
-fn measure(
-    policy: &Policy,
-    op: &str,
-    payload: &[u8],
-    calls: Calls,
-    answers: &Answers,
-    budget: Duration,
-) -> Result<(Stats, Vec<u8>)> {
-    let mut last = Vec::new();
-    for _ in 0..3 {
-        last = policy.call_raw(op, payload, session(calls, answers))?;
-    }
-    let mut times = Vec::new();
-    let started = Instant::now();
-    while times.len() < 15 || (started.elapsed() < budget && times.len() < 400) {
-        let s = session(calls, answers);
-        let t = Instant::now();
-        last = policy.call_raw(op, payload, s)?;
-        times.push(t.elapsed());
-    }
-    times.sort();
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
-    Ok((
+impl Stats {
+    fn of(times: Vec<Duration>) -> Stats {
+        let mut sorted = times.clone();
+        sorted.sort();
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
         Stats {
             median: at(0.5),
             p10: at(0.1),
             p90: at(0.9),
-            runs: times.len(),
-        },
-        last,
-    ))
+            runs: sorted.len(),
+            times,
+        }
+    }
+
+    /// The median of the ratios of paired calls (call k of `self` against
+    /// call k of `other`, made back to back): a load that drifts during
+    /// the run weighs on both sides of each ratio.
+    fn paired(&self, other: &Stats) -> f64 {
+        let mut ratios: Vec<f64> = (self.times.iter().zip(&other.times))
+            .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN)
+    }
+}
+
+/// Times runs on fresh instances, interleaved: warm-up, then one call of
+/// each in turn until `budget` is spent (at least 15, at most 400 rounds).
+/// The session is built outside the timed region; the host's copy of the
+/// answer into the guest (and, under the model, its clone and
+/// serialization) is inside it. Returns each run's timings and last answer.
+fn measure(runs: &[(&Policy, &Run)], budget: Duration) -> Result<Vec<(Stats, Vec<u8>)>> {
+    let session = |run: &Run| session(run.calls, run.asked, run.answer, run.model);
+    let mut last = vec![Vec::new(); runs.len()];
+    for _ in 0..3 {
+        for (k, (policy, run)) in runs.iter().enumerate() {
+            last[k] = policy.call_raw(run.op, run.payload, session(run))?;
+        }
+    }
+    let mut times = vec![Vec::new(); runs.len()];
+    let started = Instant::now();
+    while times[0].len() < 15 || (started.elapsed() < budget && times[0].len() < 400) {
+        for (k, (policy, run)) in runs.iter().enumerate() {
+            let s = session(run);
+            let t = Instant::now();
+            last[k] = policy.call_raw(run.op, run.payload, s)?;
+            times[k].push(t.elapsed());
+        }
+    }
+    Ok(times.into_iter().map(Stats::of).zip(last).collect())
 }
 
 fn memory_mib(policy: &Policy) -> Result<f64> {
@@ -394,307 +649,454 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+fn mib(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0)
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
+}
+
+/// One measured row, for the summary.
+struct Row {
+    size: usize,
+    model: bool,
+    id: &'static str,
+    median: Duration,
+    /// Paired with the floor of the same query.
+    per_floor: f64,
+    /// Paired with the case it is compared with (`Case::versus`).
+    per_versus: Option<f64>,
+    /// Paired with the baseline guest's run of the same case.
+    per_baseline: Option<(f64, Duration)>,
+    memory: f64,
+}
+
+fn parse_view(text: &str) -> Result<View> {
+    Ok(match text {
+        "plain" => View::Plain,
+        "names" => View::HandlerNames,
+        other => bail!("--masks is plain or names, got {other:?}"),
+    })
+}
+
+fn parse_check(text: Option<String>) -> Result<&'static str> {
+    Ok(match text.as_deref() {
+        Some("auto") => "auto",
+        Some("required") => "required",
+        Some("off") => "off",
+        other => bail!("the handler check is auto, required or off, got {other:?}"),
+    })
+}
+
+fn config(check: &'static str, masks: Option<View>) -> Config {
+    Config {
+        check,
+        pod_view: masks.unwrap_or(if check == "off" {
+            View::Plain
+        } else {
+            View::HandlerNames
+        }),
+    }
+}
+
+/// A guest and the settings it runs with.
+struct Guest {
+    wasm: Vec<u8>,
+    config: Config,
+    settings: Value,
+}
+
+impl Guest {
+    fn new(path: &str, config: Config) -> Result<Guest> {
+        Ok(Guest {
+            wasm: std::fs::read(path).with_context(|| format!("read {path}"))?,
+            settings: config.settings(),
+            config,
+        })
+    }
+
+    /// A fresh instance.
+    fn instance(&self) -> Result<Policy> {
+        Policy::from_bytes(&self.wasm)
+    }
+
+    /// Whether the guest can run the case.
+    fn runs(&self, case: &Case) -> bool {
+        self.config.reads_handlers() || !case.needs_handlers()
+    }
+}
+
+/// The floor's guest function for the view it asks.
+fn floor_op(view: View) -> &'static str {
+    match view {
+        View::HandlerFeatures => "bench_floor_features",
+        _ => "bench_floor",
+    }
+}
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let mut positional = Vec::new();
     let mut sizes = vec![10, 100, 1_000, 10_000];
     let mut seconds = 1.5;
     let mut only: Option<Vec<String>> = None;
+    let mut modes = vec!["replay".to_string(), "model".to_string()];
+    let mut check = "auto";
+    let mut masks = None;
+    let mut baseline: Option<String> = None;
+    let mut baseline_check = "auto";
+    let mut baseline_masks = None;
+    let list = |value: Option<String>, flag: &str| -> Result<Vec<String>> {
+        Ok(value
+            .with_context(|| format!("{flag} needs a value"))?
+            .split(',')
+            .map(String::from)
+            .collect())
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--sizes" => {
-                sizes = args
-                    .next()
-                    .context("--sizes needs a value")?
-                    .split(',')
-                    .map(str::parse)
+                sizes = list(args.next(), "--sizes")?
+                    .iter()
+                    .map(|s| s.parse())
                     .collect::<Result<_, _>>()?
             }
             "--seconds" => seconds = args.next().context("--seconds needs a value")?.parse()?,
-            "--cases" => {
-                only = Some(
-                    args.next()
-                        .context("--cases needs a value")?
-                        .split(',')
-                        .map(String::from)
-                        .collect(),
-                )
+            "--cases" => only = Some(list(args.next(), "--cases")?),
+            "--modes" => modes = list(args.next(), "--modes")?,
+            "--handler-check" => check = parse_check(args.next())?,
+            "--masks" => masks = Some(parse_view(&args.next().context("--masks needs a value")?)?),
+            "--baseline" => baseline = Some(args.next().context("--baseline needs a value")?),
+            "--baseline-check" => baseline_check = parse_check(args.next())?,
+            "--baseline-masks" => {
+                baseline_masks = Some(parse_view(
+                    &args.next().context("--baseline-masks needs a value")?,
+                )?)
             }
             _ => positional.push(arg),
         }
     }
     let Some(guest_path) = positional.first() else {
         bail!(
-            "usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100] [--seconds S]"
+            "usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100] [--seconds S] \
+             [--cases 0,a,…] [--modes replay,model] [--handler-check auto|required|off] [--masks plain|names] \
+             [--baseline OTHER_GUEST.wasm [--baseline-check auto|required|off] [--baseline-masks plain|names]]"
         );
     };
-    let guest = std::fs::read(guest_path).with_context(|| format!("read {guest_path}"))?;
+    let guest = Guest::new(guest_path, config(check, masks))?;
+    let baseline_path = baseline.clone().unwrap_or_default();
+    let baseline = baseline
+        .map(|path| Guest::new(&path, config(baseline_check, baseline_masks)))
+        .transpose()?;
+    let config = guest.config;
     let budget = Duration::from_secs_f64(seconds);
+    let selected =
+        |c: &Case| only.as_ref().is_none_or(|o| o.iter().any(|id| id == c.id)) && guest.runs(c);
 
     println!(
-        "| nodes | case | median µs | p10–p90 µs | runs | × floor | × skip (0) | guest memory MiB |"
+        "Settings: {}; a plain pod's node query: {:?}.",
+        guest.settings,
+        config.pod_view.field_masks().unwrap_or_default()
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
-    let mut summary = Vec::new();
-    let mut model_summary: Vec<(usize, &str, Duration, Duration)> = Vec::new();
+    if let Some(b) = &baseline {
+        println!(
+            "Baseline: {}, settings {}; a plain pod's node query: {:?}.",
+            baseline_path,
+            b.settings,
+            b.config.pod_view.field_masks().unwrap_or_default()
+        );
+    }
+    println!();
+    println!(
+        "| nodes | case | median µs | p10–p90 µs | runs | × floor | × skip (0) | guest memory MiB |{}",
+        if baseline.is_some() {
+            " × baseline |"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "|---:|---|---:|---:|---:|---:|---:|---:|{}",
+        if baseline.is_some() { "---:|" } else { "" }
+    );
+    let mut rows: Vec<Row> = Vec::new();
+    let mut payload_bytes: HashMap<(usize, View), usize> = HashMap::new();
     for &size in &sizes {
-        let masked = clustergen::node_list(size, true, SEED);
-        let unmasked = clustergen::node_list(size, false, SEED);
-        let middle_name = clustergen::node_name(size / 2);
-        let list: Value = serde_json::from_str(&masked)?;
-        let middle_json = list["items"]
-            .as_array()
-            .and_then(|items| items.get(size / 2))
-            .context("the middle node")?
-            .to_string();
-        let answers = Answers {
-            nodes: &masked,
-            middle: (&middle_name, &middle_json),
-            model: None,
+        let mut answers = Answers {
+            size,
+            built: HashMap::new(),
         };
-        let unmasked_answers = Answers {
-            nodes: &unmasked,
-            middle: answers.middle,
-            model: None,
-        };
-        let floor_payload = validate_payload(&json!({"containers": containers()}));
-        let policy = Policy::from_bytes(&guest)?;
-        let (floor, _) = measure(
-            &policy,
-            "bench_floor",
-            &floor_payload,
-            Calls::NodesOnly,
-            &answers,
-            budget,
-        )?;
-        let policy = Policy::from_bytes(&guest)?;
-        let (transfer, _) = measure(
-            &policy,
-            "bench_transfer",
-            &floor_payload,
-            Calls::NodesOnly,
-            &answers,
-            budget,
-        )?;
-        let policy = Policy::from_bytes(&guest)?;
-        let (floor_unmasked, _) = measure(
-            &policy,
-            "bench_floor",
-            &floor_payload,
-            Calls::NodesOnly,
-            &unmasked_answers,
-            budget,
-        )?;
-        println!(
-            "| {size} | floor: same query, answer only validated as JSON | {:.0} | {:.0}–{:.0} | {} | 1.00 | | |",
-            us(floor.median),
-            us(floor.p10),
-            us(floor.p90),
-            floor.runs
-        );
-        println!(
-            "| {size} | host transfer only: the query and the copy of its answer | {:.0} | {:.0}–{:.0} | {} | {:.2} | | |",
-            us(transfer.median),
-            us(transfer.p10),
-            us(transfer.p90),
-            transfer.runs,
-            transfer.median.as_secs_f64() / floor.median.as_secs_f64()
-        );
-        let mut skip = None;
-        for case in cases(size)
-            .into_iter()
-            .filter(|c| only.as_ref().is_none_or(|o| o.iter().any(|id| id == c.id)))
-        {
-            let policy = Policy::from_bytes(&guest)?;
-            let payload = validate_payload(&case.pod_spec);
-            let (stats, response) =
-                measure(&policy, "validate", &payload, case.calls, &answers, budget)?;
-            let response: Value = serde_json::from_slice(&response)?;
-            let decision = response["audit_annotations"]["decision"]
-                .as_str()
-                .unwrap_or("?");
-            if decision != case.expect && std::env::var_os("KWBENCH_NO_CHECK").is_none() {
-                bail!(
-                    "case ({}) at {size} nodes decided {decision}, expected {}: {response}",
-                    case.id,
-                    case.expect
-                );
-            }
-            let memory = memory_mib(&policy)?;
-            let skip_median = *skip.get_or_insert(stats.median);
+        // What each view weighs: the text the guest receives, and the parsed
+        // objects policy-server keeps per query (one cache per query).
+        for view in [View::Plain, View::HandlerNames, View::HandlerFeatures] {
+            let (items, heap, blocks) =
+                heap_bytes(|| clustergen::nodes(size, view, SEED, clustergen::kata_deploy));
+            let bytes = clustergen::list_of(items).to_string().len();
+            payload_bytes.insert((size, view), bytes);
             println!(
-                "| {size} | ({}) {} | {:.0} | {:.0}–{:.0} | {} | {:.2} | {:.1} | {:.1} |",
-                case.id,
-                case.what,
-                us(stats.median),
-                us(stats.p10),
-                us(stats.p90),
-                stats.runs,
-                stats.median.as_secs_f64() / floor.median.as_secs_f64(),
-                stats.median.as_secs_f64() / skip_median.as_secs_f64(),
-                memory,
+                "| {size} | payload {:?}: {} bytes ({} per node); parsed as the host caches it: {:.1} MiB in {} allocations ({} per node) | | | | | | |",
+                view.field_masks().unwrap_or_default(),
+                bytes,
+                bytes / size,
+                mib(heap as f64),
+                blocks,
+                blocks / size as isize
             );
-            summary.push((size, case.id, stats.median, floor.median, memory));
         }
+        let unmasked = clustergen::node_list(size, View::Unmasked, SEED, clustergen::kata_deploy);
+        let masked_bytes = payload_bytes[&(size, config.pod_view)];
         println!(
-            "| {size} | floor, unmasked Nodes (no field masks) | {:.0} | {:.0}–{:.0} | {} | {:.2} | | |",
-            us(floor_unmasked.median),
-            us(floor_unmasked.p10),
-            us(floor_unmasked.p90),
-            floor_unmasked.runs,
-            floor_unmasked.median.as_secs_f64() / floor.median.as_secs_f64()
-        );
-        println!(
-            "| {size} | payload bytes: masked {} / unmasked {} ({:.1}×) | | | | | | |",
-            masked.len(),
+            "| {size} | payload bytes: masked {masked_bytes} / unmasked {} ({:.1}×) | | | | | | |",
             unmasked.len(),
-            unmasked.len() as f64 / masked.len() as f64
+            unmasked.len() as f64 / masked_bytes as f64
         );
-
-        // The same cases with policy-server's host cost: the cached objects
-        // cloned and the answer serialized on every call, inside the timing.
-        let items: Vec<Value> = list["items"].as_array().cloned().unwrap_or_default();
-        let middle_item = items.get(size / 2).cloned().into_iter().collect();
-        let modelled = Answers {
-            model: Some((Arc::new(items), Arc::new(middle_item))),
-            ..answers
+        let cases: Vec<Case> = cases(size).into_iter().filter(selected).collect();
+        // Every answer the runs below read, built before any is borrowed.
+        let mut floor_keys = vec![(Nodes::KataDeploy, config.pod_view)];
+        for case in &cases {
+            let key = (case.nodes, config.views(case.query).1);
+            if case.calls.lists() && !floor_keys.contains(&key) {
+                floor_keys.push(key);
+            }
+            if let Some(b) = baseline.as_ref().filter(|b| b.runs(case)) {
+                let view = b.config.views(case.query).1;
+                answers.get(case.nodes, view);
+                answers.get(Nodes::KataDeploy, view);
+            }
+        }
+        for &(nodes, view) in &floor_keys {
+            answers.get(nodes, view);
+        }
+        let answers = answers;
+        let answer = |nodes: Nodes, view: View| &answers.built[&(nodes, view)];
+        let unmasked_answer = Answer {
+            list: unmasked,
+            middle: (String::new(), String::new()),
+            objects: Arc::default(),
+            middle_object: Arc::default(),
         };
-        let policy = Policy::from_bytes(&guest)?;
-        let (model_floor, _) = measure(
-            &policy,
-            "bench_floor",
-            &floor_payload,
-            Calls::NodesOnly,
-            &modelled,
-            budget,
-        )?;
-        println!(
-            "| {size} | [policy-server model] floor: same query, answer only validated as JSON | {:.0} | {:.0}–{:.0} | {} | 1.00 | | |",
-            us(model_floor.median),
-            us(model_floor.p10),
-            us(model_floor.p90),
-            model_floor.runs
-        );
-        let mut skip = None;
-        for case in cases(size)
-            .into_iter()
-            .filter(|c| only.as_ref().is_none_or(|o| o.iter().any(|id| id == c.id)))
-        {
-            let policy = Policy::from_bytes(&guest)?;
-            let payload = validate_payload(&case.pod_spec);
-            let (stats, _) = measure(&policy, "validate", &payload, case.calls, &modelled, budget)?;
-            let skip_median = *skip.get_or_insert(stats.median);
-            println!(
-                "| {size} | [policy-server model] ({}) {} | {:.0} | {:.0}–{:.0} | {} | {:.2} | {:.1} | |",
-                case.id,
-                case.what,
-                us(stats.median),
-                us(stats.p10),
-                us(stats.p90),
-                stats.runs,
-                stats.median.as_secs_f64() / model_floor.median.as_secs_f64(),
-                stats.median.as_secs_f64() / skip_median.as_secs_f64(),
-            );
-            model_summary.push((size, case.id, stats.median, model_floor.median));
-        }
-    }
 
-    let find = |size: usize, id: &str| summary.iter().find(|s| s.0 == size && s.1 == id);
-    println!();
-    for size in [1_000, 10_000] {
-        for id in ["c", "f"] {
-            if let Some((_, _, t, floor, _)) = find(size, id) {
+        for mode in &modes {
+            let model = match mode.as_str() {
+                "replay" => false,
+                "model" => true,
+                other => bail!("--modes is replay and/or model, got {other:?}"),
+            };
+            let prefix = if model { "[policy-server model] " } else { "" };
+            let plain_pod = json!({"containers": containers()});
+            let floor_payload = validate_payload(&plain_pod, &guest.settings);
+            let probe_payload = {
+                let mut probe: Value = serde_json::from_slice(&floor_payload)?;
+                probe["handler"] = json!(HANDLER);
+                serde_json::to_vec(&probe)?
+            };
+            // The floor of a view: a guest that makes the same query and
+            // only validates its answer.
+            let floor_run = |nodes: Nodes, view: View| Run {
+                op: floor_op(view),
+                payload: &floor_payload,
+                calls: Calls::NodesOnly,
+                asked: view,
+                answer: answer(nodes, view),
+                model,
+            };
+            let mut floors: HashMap<(Nodes, View), Duration> = HashMap::new();
+            for &(nodes, view) in &floor_keys {
+                let policy = guest.instance()?;
+                let [(floor, _)]: [_; 1] = measure(&[(&policy, &floor_run(nodes, view))], budget)?
+                    .try_into()
+                    .ok()
+                    .context("one run")?;
                 println!(
-                    "- ({id}) / floor at {size} nodes: {:.2} (target ≤ 1.6)",
-                    t.as_secs_f64() / floor.as_secs_f64()
+                    "| {size} | {prefix}floor {:?}{}: same query, answer only validated as JSON | {:.0} | {:.0}–{:.0} | {} | 1.00 | | |",
+                    view.field_masks().unwrap_or_default(),
+                    match nodes {
+                        Nodes::KataDeploy => "",
+                        Nodes::MissingTail => ", the cluster of (h)",
+                        Nodes::ContainerdOnly => ", the cluster of (n)",
+                    },
+                    us(floor.median),
+                    us(floor.p10),
+                    us(floor.p90),
+                    floor.runs
                 );
+                floors.insert((nodes, view), floor.median);
+            }
+            let plain_floor = floors[&(Nodes::KataDeploy, config.pod_view)];
+            if !model {
+                let transfer = Run {
+                    op: "bench_transfer",
+                    ..floor_run(Nodes::KataDeploy, config.pod_view)
+                };
+                let unmasked = Run {
+                    answer: &unmasked_answer,
+                    ..floor_run(Nodes::KataDeploy, config.pod_view)
+                };
+                let mut probes = vec![
+                    (
+                        "host transfer only: the query and the copy of its answer",
+                        transfer,
+                    ),
+                    ("floor, unmasked Nodes (no field masks)", unmasked),
+                ];
+                // Where a full scan's time goes: the policy's reader alone,
+                // then with each node's handler looked up.
+                if config.reads_handlers() {
+                    probes.push((
+                        "the policy's node reader alone (every node read, no filter)",
+                        Run {
+                            op: "bench_scan",
+                            payload: &probe_payload,
+                            ..floor_run(Nodes::KataDeploy, config.pod_view)
+                        },
+                    ));
+                    probes.push((
+                        "the reader and each node's handler looked up",
+                        Run {
+                            op: "bench_scan_handlers",
+                            payload: &probe_payload,
+                            ..floor_run(Nodes::KataDeploy, config.pod_view)
+                        },
+                    ));
+                }
+                for (what, run) in probes {
+                    let (policy, floor_policy) = (guest.instance()?, guest.instance()?);
+                    let floor = floor_run(Nodes::KataDeploy, config.pod_view);
+                    let measured = measure(&[(&policy, &run), (&floor_policy, &floor)], budget)?;
+                    let (stats, floor) = (&measured[0].0, &measured[1].0);
+                    println!(
+                        "| {size} | {what} | {:.0} | {:.0}–{:.0} | {} | {:.2} | | |",
+                        us(stats.median),
+                        us(stats.p10),
+                        us(stats.p90),
+                        stats.runs,
+                        stats.paired(floor)
+                    );
+                }
+            }
+            let mut skip = None;
+            let payloads: Vec<Vec<u8>> = cases
+                .iter()
+                .map(|c| validate_payload(&c.pod_spec, &guest.settings))
+                .collect();
+            let case_run = |k: usize| {
+                let case = &cases[k];
+                let (asked, answered) = config.views(case.query);
+                Run {
+                    op: "validate",
+                    payload: &payloads[k],
+                    calls: case.calls,
+                    asked,
+                    answer: answer(case.nodes, answered),
+                    model,
+                }
+            };
+            for (k, case) in cases.iter().enumerate() {
+                // The case, interleaved with the floor of its query, the
+                // case it is compared with, and the baseline's run of it.
+                let (_, answered) = config.views(case.query);
+                let mut runs: Vec<(Policy, Run)> = vec![(guest.instance()?, case_run(k))];
+                // Only a case that lists is timed against its floor: a small
+                // call made right after a list pays the list's cache misses.
+                if case.calls.lists() {
+                    runs.push((guest.instance()?, floor_run(case.nodes, answered)));
+                }
+                let versus = case
+                    .versus
+                    .and_then(|id| cases.iter().position(|c| c.id == id));
+                if let Some(v) = versus {
+                    runs.push((guest.instance()?, case_run(v)));
+                }
+                let baseline_payload;
+                if let Some(b) = baseline.as_ref().filter(|b| b.runs(case)) {
+                    baseline_payload = validate_payload(&case.pod_spec, &b.settings);
+                    let (asked, answered) = b.config.views(case.query);
+                    runs.push((
+                        b.instance()?,
+                        Run {
+                            op: "validate",
+                            payload: &baseline_payload,
+                            calls: case.calls,
+                            asked,
+                            answer: answer(case.nodes, answered),
+                            model,
+                        },
+                    ));
+                }
+                let refs: Vec<(&Policy, &Run)> = runs.iter().map(|(p, r)| (p, r)).collect();
+                let mut measured = measure(&refs, budget)?.into_iter();
+                let (stats, response) = measured.next().context("the case")?;
+                let floor = case
+                    .calls
+                    .lists()
+                    .then(|| measured.next())
+                    .flatten()
+                    .map(|(s, _)| s);
+                let versus = versus.and_then(|_| measured.next()).map(|(s, _)| s);
+                let base = measured.next().map(|(s, _)| s);
+                let text = String::from_utf8_lossy(&response);
+                let response: Value = serde_json::from_slice(&response)?;
+                let decision = response["audit_annotations"]["decision"]
+                    .as_str()
+                    .unwrap_or("?");
+                let said = case.says.as_ref().is_none_or(|s| text.contains(s.as_str()));
+                if (decision != case.expect || !said)
+                    && std::env::var_os("KWBENCH_NO_CHECK").is_none()
+                {
+                    bail!(
+                        "case ({}) at {size} nodes decided {decision}, expected {}{}: {response}",
+                        case.id,
+                        case.expect,
+                        case.says
+                            .as_ref()
+                            .map(|s| format!(" saying {s:?}"))
+                            .unwrap_or_default()
+                    );
+                }
+                let memory = memory_mib(&runs[0].0)?;
+                let skip_median = *skip.get_or_insert(stats.median);
+                let per_floor = floor
+                    .as_ref()
+                    .map(|f| stats.paired(f))
+                    .unwrap_or_else(|| ratio(stats.median, plain_floor));
+                let per_baseline = base.as_ref().map(|b| (stats.paired(b), b.median));
+                println!(
+                    "| {size} | {prefix}({}) {} | {:.0} | {:.0}–{:.0} | {} | {:.2} | {:.1} | {} |{}",
+                    case.id,
+                    case.what,
+                    us(stats.median),
+                    us(stats.p10),
+                    us(stats.p90),
+                    stats.runs,
+                    per_floor,
+                    ratio(stats.median, skip_median),
+                    if model {
+                        String::new()
+                    } else {
+                        format!("{memory:.1}")
+                    },
+                    match (&baseline, per_baseline) {
+                        (None, _) => String::new(),
+                        (Some(_), None) => " |".into(),
+                        (Some(_), Some((r, median))) =>
+                            format!(" {r:.2} (baseline {:.0} µs) |", us(median)),
+                    }
+                );
+                rows.push(Row {
+                    size,
+                    model,
+                    id: case.id,
+                    median: stats.median,
+                    per_floor,
+                    per_versus: versus.as_ref().map(|v| stats.paired(v)),
+                    per_baseline,
+                    memory,
+                });
             }
         }
     }
-    if let (Some(a), Some(z)) = (find(1_000, "a"), find(1_000, "0")) {
-        println!(
-            "- (a) / (0) at 1000 nodes: {:.2} (target ≤ 3)",
-            a.2.as_secs_f64() / z.2.as_secs_f64()
-        );
-    }
-    for size in [1_000, 10_000] {
-        if let (Some(v), Some(a)) = (find(size, "v"), find(size, "a")) {
-            println!(
-                "- (v) / (a) at {size} nodes: {:.2} (target ≤ 1.2 at 1000)",
-                v.2.as_secs_f64() / a.2.as_secs_f64()
-            );
-        }
-    }
-    if let (Some(a), Some(c)) = (find(10_000, "a"), find(10_000, "c")) {
-        println!(
-            "- (a) / (c) at 10000 nodes: {:.2} (target well under 0.5)",
-            a.2.as_secs_f64() / c.2.as_secs_f64()
-        );
-    }
-    if let (Some(c1), Some(c10)) = (find(1_000, "c"), find(10_000, "c")) {
-        println!(
-            "- (c) 10000 / 1000 nodes: {:.2} (target ≤ 10.5)",
-            c10.2.as_secs_f64() / c1.2.as_secs_f64()
-        );
-    }
-    for id in ["c", "f"] {
-        if let Some((_, _, _, _, memory)) = find(10_000, id) {
-            let payload =
-                clustergen::node_list(10_000, true, SEED).len() as f64 / (1024.0 * 1024.0);
-            println!(
-                "- guest memory after ({id}) at 10000 nodes: {memory:.1} MiB; payload {payload:.1} MiB + 4 MiB = {:.1} MiB",
-                payload + 4.0
-            );
-        }
-    }
-    let model = |size: usize, id: &str| {
-        model_summary
-            .iter()
-            .find(|s| s.0 == size && s.1 == id)
-            .map(|s| (s.2, s.3))
-    };
-    println!();
-    println!("Under the policy-server cost model:");
-    for size in [1_000, 10_000] {
-        for id in ["c", "f"] {
-            if let Some((t, floor)) = model(size, id) {
-                println!(
-                    "- ({id}) / floor at {size} nodes: {:.2} (target ≤ 1.1); {:.1} ms",
-                    t.as_secs_f64() / floor.as_secs_f64(),
-                    t.as_secs_f64() * 1e3
-                );
-            }
-        }
-    }
-    for size in [1_000, 10_000] {
-        if let (Some((v, _)), Some((a, _))) = (model(size, "v"), model(size, "a")) {
-            println!(
-                "- (v) / (a) at {size} nodes: {:.2} (target ≤ 1.2 at 1000)",
-                v.as_secs_f64() / a.as_secs_f64()
-            );
-        }
-    }
-    for id in ["d", "e"] {
-        if let (Some((t, _)), Some((z, _))) = (model(10_000, id), model(10_000, "0")) {
-            println!(
-                "- ({id}) / skip (0) at 10000 nodes: {:.2} (target ≤ 3)",
-                t.as_secs_f64() / z.as_secs_f64()
-            );
-        }
-        if let (Some((big, _)), Some((small, _))) = (model(10_000, id), model(10, id)) {
-            println!(
-                "- ({id}) at 10000 / at 10 nodes: {:.2} (target ≤ 2)",
-                big.as_secs_f64() / small.as_secs_f64()
-            );
-        }
-    }
-    if let (Some((listed, _)), Some((named, _))) = (model(1_000, "g"), model(1_000, "d")) {
-        println!(
-            "- a DaemonSet rollout over 1000 kata nodes (1000 pinned pods): {:.2} s of host + guest time when each lists (g), {:.3} s when each reads its node (d)",
-            listed.as_secs_f64() * 1e3,
-            named.as_secs_f64() * 1e3
-        );
-    }
+    summary(&rows, &payload_bytes, &config);
     if let Some(shipped) = positional.get(1) {
         let bytes = std::fs::read(shipped).with_context(|| format!("read {shipped}"))?;
         let mut compile: Vec<Duration> = (0..5)
@@ -712,4 +1114,112 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The ratios the targets are stated in.
+fn summary(rows: &[Row], payload_bytes: &HashMap<(usize, View), usize>, config: &Config) {
+    let find = |model: bool, size: usize, id: &str| {
+        rows.iter()
+            .find(|r| r.model == model && r.size == size && r.id == id)
+    };
+    for model in [false, true] {
+        if !rows.iter().any(|r| r.model == model) {
+            continue;
+        }
+        println!();
+        println!(
+            "{}",
+            if model {
+                "Under the policy-server cost model (ratios of paired calls):"
+            } else {
+                "In replay (ratios of paired calls):"
+            }
+        );
+        for size in [1_000, 10_000] {
+            for id in ["c", "f", "n", "h", "a"] {
+                if let Some(r) = find(model, size, id) {
+                    println!(
+                        "- ({id}) / floor of the same query at {size} nodes: {:.2}{}; {:.1} ms",
+                        r.per_floor,
+                        if matches!(id, "c" | "f") {
+                            " (target ≤ 1.7)"
+                        } else {
+                            ""
+                        },
+                        r.median.as_secs_f64() * 1e3
+                    );
+                }
+            }
+            for r in rows.iter().filter(|r| r.model == model && r.size == size) {
+                if let Some(v) = r.per_versus {
+                    println!(
+                        "- ({}) / the case it is compared with at {size} nodes: {v:.2}",
+                        r.id
+                    );
+                }
+                if let Some((b, median)) = r.per_baseline {
+                    println!(
+                        "- ({}) / the baseline guest at {size} nodes: {b:.2} ({:.0} → {:.0} µs)",
+                        r.id,
+                        us(median),
+                        us(r.median)
+                    );
+                }
+            }
+        }
+        for id in ["d", "e"] {
+            for size in [1_000, 10_000] {
+                if let (Some(t), Some(z)) = (find(model, size, id), find(model, size, "0")) {
+                    println!(
+                        "- ({id}) / skip (0) at {size} nodes: {:.2} (target ≤ 3)",
+                        ratio(t.median, z.median)
+                    );
+                }
+            }
+        }
+        if let (Some(c1), Some(c10)) = (find(model, 1_000, "c"), find(model, 10_000, "c")) {
+            println!(
+                "- (c) 10000 / 1000 nodes: {:.2}",
+                ratio(c10.median, c1.median)
+            );
+        }
+        if !model {
+            for id in ["c", "f", "n"] {
+                if let (Some(r), Some(bytes)) = (
+                    find(false, 10_000, id),
+                    payload_bytes.get(&(10_000, config.pod_view)),
+                ) {
+                    let payload = mib(*bytes as f64);
+                    println!(
+                        "- guest memory after ({id}) at 10000 nodes: {:.1} MiB; payload {payload:.1} MiB + 4 MiB = {:.1} MiB",
+                        r.memory,
+                        payload + 4.0
+                    );
+                }
+            }
+        }
+        if model
+            && let (Some(listed), Some(named)) = (find(true, 1_000, "g"), find(true, 1_000, "d"))
+        {
+            println!(
+                "- a DaemonSet rollout over 1000 kata nodes (1000 pinned pods): {:.2} s of host + guest time when each lists (g), {:.3} s when each reads its node (d)",
+                listed.median.as_secs_f64() * 1e3,
+                named.median.as_secs_f64() * 1e3
+            );
+        }
+    }
+    for size in [1_000, 10_000] {
+        if let (Some(names), Some(full), Some(plain)) = (
+            payload_bytes.get(&(size, View::HandlerNames)),
+            payload_bytes.get(&(size, View::HandlerFeatures)),
+            payload_bytes.get(&(size, View::Plain)),
+        ) {
+            println!(
+                "- payload at {size} nodes: handler names add {} bytes per node, whole entries {} ({:.1}×)",
+                (names - plain) / size,
+                (full - plain) / size,
+                (full - plain) as f64 / (names - plain) as f64
+            );
+        }
+    }
 }
