@@ -87,6 +87,15 @@ bench: policy.wasm $(KWRUN)
 	cargo build --profile bench-wasm --target wasm32-wasip1 -p kata-runtime-policy --features bench
 	target/debug/kwbench $(BENCH_GUEST) policy.wasm $(BENCH_ARGS) | tee target/bench.md
 
+# One Pod CREATE under the real policy-server at NODES kata nodes (etcd,
+# kube-apiserver and policy-server on loopback), runtimeHandlerCheck off
+# and auto; skips, saying which binary is missing, when one is.
+NODES ?= 1000
+
+.PHONY: bench-policy-server
+bench-policy-server: policy.wasm
+	scripts/bench-policy-server.sh $(NODES)
+
 # Coverage-guided fuzzing (fuzz/, cargo-fuzz on stable, no sanitizer).
 FUZZ_SECONDS ?= 600
 
