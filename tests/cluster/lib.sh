@@ -248,15 +248,15 @@ handlers_kept() {
 # ClusterAdmissionPolicy leaves it out.
 KW_NAMESPACE=kubewarden
 
-# find_crds: the folder of Kubewarden's CRDs in CRDS: KUBEWARDEN_CRDS, else
-# ../shared/kubewarden/crds next to the checkout when it exists (as .ci/run
-# finds ../shared/bin). Without them CRDS is empty and CRDS_MISSING says why.
+# find_crds: the folder of Kubewarden's CRDs (KUBEWARDEN_CRDS; .ci/run sets
+# it when the CRDs come with the prebuilt hosts) in CRDS. Without them CRDS
+# is empty and CRDS_MISSING says why.
 CRDS=""
 CRDS_MISSING=""
 find_crds() {
-  local dir=${KUBEWARDEN_CRDS:-$ROOT/../shared/kubewarden/crds}
-  if [[ -z ${KUBEWARDEN_CRDS:-} && ! -d $dir ]]; then
-    CRDS_MISSING="Kubewarden's CRDs not found (set KUBEWARDEN_CRDS to their folder, or put them in ../shared/kubewarden/crds)"
+  local dir=${KUBEWARDEN_CRDS:-}
+  if [[ -z $dir ]]; then
+    CRDS_MISSING="Kubewarden's CRDs not found (set KUBEWARDEN_CRDS to the folder of the kubewarden-crds chart's CRDs)"
   elif ! compgen -G "$dir/*.yaml" >/dev/null; then
     CRDS_MISSING="KUBEWARDEN_CRDS=$dir holds no CRD files (*.yaml)"
   else

@@ -12,8 +12,7 @@
 # skipped with one line saying which, and exits 0. Everything listens on
 # 127.0.0.1; every process started is stopped by its PID on exit.
 #
-# Kubewarden's CRDs: KUBEWARDEN_CRDS (their folder), else
-# ../shared/kubewarden/crds next to the checkout. With them, every manifest
+# Kubewarden's CRDs: KUBEWARDEN_CRDS (their folder). With them, every manifest
 # in examples/ and kwctl's scaffolded ClusterAdmissionPolicy go through the
 # API server (server-side dry run, strict field validation), and the policies
 # the suite runs (examples/cluster-admission-policy.yaml, then its monitor
