@@ -68,21 +68,7 @@ gen_certs
 kubeconfig "$D/admin.kubeconfig" kubernetes-admin "$(client_cert admin)"
 cp "$D/admin.kubeconfig" "$D/policy-server.kubeconfig" # RBAC: admin, simplest
 : >"$D/pids"
-cat >"$D/etcd.yaml" <<EOF
-name: cp
-data-dir: $D/etcd-data
-listen-client-urls: http://127.0.0.1:$ETCD_PORT
-advertise-client-urls: http://127.0.0.1:$ETCD_PORT
-listen-peer-urls: http://127.0.0.1:$ETCD_PEER_PORT
-initial-advertise-peer-urls: http://127.0.0.1:$ETCD_PEER_PORT
-initial-cluster: cp=http://127.0.0.1:$ETCD_PEER_PORT
-initial-cluster-state: new
-log-level: warn
-unsafe-no-fsync: true
-quota-backend-bytes: 8589934592
-EOF
-start_bg etcd "$ETCD" --config-file "$D/etcd.yaml"
-wait_http "http://127.0.0.1:$ETCD_PORT/health" 30 || die "etcd not healthy ($D/etcd.log)"
+start_etcd "unsafe-no-fsync: true" "quota-backend-bytes: 8589934592"
 start_bg kube-apiserver "$KUBE_APISERVER" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
   --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \

@@ -136,6 +136,28 @@ EOF
 # client_cert NAME: the credentials of the client certificate NAME.crt.
 client_cert() { echo "{client-certificate: $D/pki/$1.crt, client-key: $D/pki/$1.key}"; }
 
+# start_etcd [LINE...]: a one-member etcd on ETCD_PORT and ETCD_PEER_PORT,
+# healthy before it returns; each LINE is added to its config (e.g.
+# "unsafe-no-fsync: true" for a benchmark).
+start_etcd() {
+  {
+    cat <<EOF
+name: cp
+data-dir: $D/etcd-data
+listen-client-urls: http://127.0.0.1:$ETCD_PORT
+advertise-client-urls: http://127.0.0.1:$ETCD_PORT
+listen-peer-urls: http://127.0.0.1:$ETCD_PEER_PORT
+initial-advertise-peer-urls: http://127.0.0.1:$ETCD_PEER_PORT
+initial-cluster: cp=http://127.0.0.1:$ETCD_PEER_PORT
+initial-cluster-state: new
+log-level: warn
+EOF
+    if [[ $# -gt 0 ]]; then printf '%s\n' "$@"; fi
+  } >"$D/etcd.yaml"
+  start_bg etcd "$ETCD" --config-file "$D/etcd.yaml"
+  wait_http "http://127.0.0.1:$ETCD_PORT/health" 30 || die "etcd not healthy ($D/etcd.log)"
+}
+
 start_control_plane() {
   free_port ETCD_PORT 32379
   free_port ETCD_PEER_PORT 32380
@@ -147,19 +169,7 @@ start_control_plane() {
   kubeconfig "$D/admin.kubeconfig" kubernetes-admin "$(client_cert admin)"
   kubeconfig "$D/scheduler.kubeconfig" system:kube-scheduler "$(client_cert scheduler)"
   : >"$D/pids"
-  cat >"$D/etcd.yaml" <<EOF
-name: cp
-data-dir: $D/etcd-data
-listen-client-urls: http://127.0.0.1:$ETCD_PORT
-advertise-client-urls: http://127.0.0.1:$ETCD_PORT
-listen-peer-urls: http://127.0.0.1:$ETCD_PEER_PORT
-initial-advertise-peer-urls: http://127.0.0.1:$ETCD_PEER_PORT
-initial-cluster: cp=http://127.0.0.1:$ETCD_PEER_PORT
-initial-cluster-state: new
-log-level: warn
-EOF
-  start_bg etcd "$ETCD" --config-file "$D/etcd.yaml"
-  wait_http "http://127.0.0.1:$ETCD_PORT/health" 30 || die "etcd not healthy ($D/etcd.log)"
+  start_etcd
   # Audit log of pod creations: where the policy's audit annotations land.
   cat >"$D/audit-policy.yaml" <<EOF
 apiVersion: audit.k8s.io/v1
