@@ -29,10 +29,20 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 # What `kwctl scaffold artifacthub` produces from metadata.yml and
 # questions-ui.yml; the version is metadata.yml's io.kubewarden.policy.version
 # (runner/tests/artifacthub.rs re-derives the file and its rules without kwctl).
+# createdAt is then set to that version's release date in CHANGELOG.md, so
+# that the file does not change each time it is scaffolded
+# (runner/tests/release.rs checks both).
 .PHONY: artifacthub
-artifacthub: metadata.yml questions-ui.yml
+artifacthub: metadata.yml questions-ui.yml CHANGELOG.md
 	$(KWCTL) scaffold artifacthub --metadata-path metadata.yml \
 	  --questions-path questions-ui.yml --output artifacthub-pkg.yml
+	@version=$$(sed -n 's/^  io\.kubewarden\.policy\.version: *//p' metadata.yml); \
+	date=$$(sed -n "s/^## \[$$version\] - \([0-9-]*\)$$/\1/p" CHANGELOG.md); \
+	if [ -n "$$date" ]; then \
+	  sed -i "s/^createdAt: .*/createdAt: $${date}T00:00:00Z/" artifacthub-pkg.yml; \
+	else \
+	  echo "CHANGELOG.md has no [$$version] section: createdAt left as kwctl wrote it"; \
+	fi
 
 $(KWRUN): $(RUNNER_FILES)
 	cargo build -p kwrun
@@ -45,6 +55,14 @@ fmt:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+# The user documents (README.md, CHANGELOG.md, BENCHMARKS.md, RELIABILITY.md,
+# docs/, examples/, metadata.yml, questions-ui.yml): every relative link and
+# anchor resolves, every repository file they name exists, and none mentions
+# an issue number or ../shared (runner/tests/docs.rs; also part of `test`).
+.PHONY: docs-check
+docs-check:
+	cargo test -p kwrun --test docs
 
 # Unit tests (native) and the integration tests that run policy.wasm in the waPC host.
 .PHONY: test
@@ -114,7 +132,7 @@ demo: setup policy.wasm $(KWRUN)
 
 # Everything CI runs, from a fresh machine.
 .PHONY: check
-check: setup lint test e2e-tests-local e2e-tests-kwctl e2e-cluster fuzz-smoke
+check: setup lint docs-check test e2e-tests-local e2e-tests-kwctl e2e-cluster fuzz-smoke
 
 .PHONY: clean
 clean:

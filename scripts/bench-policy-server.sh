@@ -97,7 +97,8 @@ scheduling:
 EOF
 k create namespace tenant >/dev/null
 # The policy asks the API server (can_i) whether policyServerServiceAccount
-# may list nodes before it lists them: the example RBAC grants it.
+# may list nodes before it lists them: the example RBAC grants it to the
+# account of examples/policy-server.yaml, which the settings below name.
 k create namespace kubewarden >/dev/null
 k apply -f examples/rbac.yaml >/dev/null
 
@@ -165,7 +166,8 @@ log "$NODES nodes in $(($(date +%s) - T0)) s; one node: $(wc -c <<<"$one") bytes
   "(managedFields $(jq -c .metadata.managedFields <<<"$one" | wc -c))"
 
 # ---------------------------------------------------------- policy-server
-base=$(jq -c '. + {runtimeClassName: "kata", kataNodeSelector: "katacontainers.io/kata-runtime=true"}' policy-settings.json)
+base=$(jq -c '. + {runtimeClassName: "kata", kataNodeSelector: "katacontainers.io/kata-runtime=true",
+  policyServerServiceAccount: "system:serviceaccount:kubewarden:kata-runtime-policy"}' policy-settings.json)
 ctx='[{"apiVersion":"v1","kind":"Node"},{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass"},
   {"apiVersion":"v1","kind":"PersistentVolumeClaim"},{"apiVersion":"v1","kind":"PersistentVolume"},
   {"apiVersion":"storage.k8s.io/v1","kind":"StorageClass"}]'

@@ -2,9 +2,11 @@
 //! applies to metadata.yml and the file it writes, as read in kwctl's source
 //! (kubewarden monorepo: `crates/kwctl/src/scaffold/artifacthub.rs`,
 //! `crates/policy-evaluator/src/policy_artifacthub.rs`, kwctl 1.36).
-//! artifacthub-pkg.yml must be byte for byte what kwctl writes (except the
-//! time in `createdAt`), so `make artifacthub` cannot fail or change it on a
-//! machine that has kwctl, and a regression shows on one that has not.
+//! artifacthub-pkg.yml must be byte for byte what kwctl writes (except
+//! `createdAt`, which `make artifacthub` then sets to the release's date in
+//! CHANGELOG.md, checked by release.rs), so `make artifacthub` cannot fail
+//! or change it on a machine that has kwctl, and a regression shows on one
+//! that has not.
 
 mod common;
 

@@ -16,10 +16,14 @@
 # in examples/ and kwctl's scaffolded ClusterAdmissionPolicy go through the
 # API server (server-side dry run, strict field validation), and the policies
 # the suite runs (examples/cluster-admission-policy.yaml, then its monitor
-# variant, and examples/cluster-admission-policy-kata-mandatory.yaml in a
-# labelled namespace, all from one policy-server) are the examples as the API
-# server stored them. Without them those checks are skipped, with a line
-# saying so, and the policies are the examples as written.
+# variant, examples/cluster-admission-policy-kata-mandatory.yaml in a
+# labelled namespace, and a copy of the first with its commented opt-out
+# objectSelector in force, all from one policy-server) are the examples as
+# the API server stored them. Without them those checks are skipped, with a
+# line saying so, and the policies are the examples as written.
+# policy-server runs as examples/policy-server.yaml's ServiceAccount, with
+# examples/rbac.yaml's rules alone; the kata RuntimeClass is
+# examples/runtimeclass-kata.yaml.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -72,11 +76,15 @@ BYHAND=by-hand # not covered by the webhook: the same pods, the class set by han
 # and judged by that policy alone.
 MANDATORY=kata-only
 MANDATORY_LABEL=kata-runtime-policy.kubewarden.io/kata-mandatory
-for ns in kubewarden $TENANT $BYHAND $MANDATORY; do
+# Opt-out: judged by examples/cluster-admission-policy.yaml with its
+# commented objectSelector in force (a copy), and by that policy alone.
+OPTOUT=self-service
+OPTOUT_LABEL=kata-runtime-policy.kubewarden.io/opt-out
+for ns in kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT; do
   k create namespace $ns >/dev/null
 done
 k label namespace $MANDATORY "$MANDATORY_LABEL=true" >/dev/null
-for ns in default kube-system kubewarden $TENANT $BYHAND $MANDATORY; do
+for ns in default kube-system kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT; do
   k -n $ns create serviceaccount default >/dev/null 2>&1 || true
 done
 
@@ -112,7 +120,7 @@ else
       pass "$f: accepted: ${out//$'\n'/; }"
     fi
   done
-  for f in examples/rbac.yaml examples/runtimeclass-kata.yaml; do
+  for f in examples/rbac.yaml examples/runtimeclass-kata.yaml examples/policy-server.yaml; do
     [[ $checked == *" $f "* ]] || fail "$f: not found, or not Kubernetes objects"
   done
   ((policies > 0)) || fail "examples/: no ClusterAdmissionPolicy or AdmissionPolicy found"
@@ -160,32 +168,39 @@ else
   refused "a contextAwareResources entry without kind" '.spec.contextAwareResources[0] |= del(.kind)' \
     'spec.contextAwareResources[0].kind: Required value'
 fi
-KATA='"katacontainers.io/kata-runtime":"true"'
+# The kata RuntimeClass is examples/runtimeclass-kata.yaml, kata-deploy
+# 4.1.0's: its handler, its overhead, and both node labels kata-deploy puts
+# on a node once Kata runs there, which its nodeSelector selects.
+KATA_CLASS=$(yaml_objects examples/runtimeclass-kata.yaml | jq -c 'select(.kind == "RuntimeClass")')
+[[ $(jq -r .metadata.name <<<"$KATA_CLASS") == kata ]] || die "examples/runtimeclass-kata.yaml: no RuntimeClass kata"
+KATA_HANDLER=$(jq -r .handler <<<"$KATA_CLASS")
+KATA_LABELS='"katacontainers.io/kata-runtime":"true","kata-deploy.katacontainers.io/default":"true"'
+[[ $(jq -cS .scheduling.nodeSelector <<<"$KATA_CLASS") == "$(jq -cS . <<<"{$KATA_LABELS}")" ]] ||
+  die "examples/runtimeclass-kata.yaml selects $(jq -c .scheduling.nodeSelector <<<"$KATA_CLASS"), not kata-deploy 4.x's {$KATA_LABELS}"
+# What the RuntimeClass admission merges into a pod that uses the class
+# (overhead, then the two labels of its nodeSelector), as kata-deploy 4.x's
+# qemu classes have it: the policy must have predicted it.
+KATA_MERGE='[{"cpu":"250m","memory":"320Mi"},"true","true"]'
+merge_of() { jq -c '[.spec.overhead, .spec.nodeSelector["katacontainers.io/kata-runtime"], .spec.nodeSelector["kata-deploy.katacontainers.io/default"]]' <<<"$1"; }
 ZONE_A='"topology.kubernetes.io/zone":"eu-west-1a","topology.kubernetes.io/region":"eu-west-1"'
 ZONE_B='"topology.kubernetes.io/zone":"eu-west-1b","topology.kubernetes.io/region":"eu-west-1"'
 SMALL='{"cpu":"8","memory":"32Gi","pods":"110"}'
 # status.runtimeHandlers as containerd 2 publishes them through the kubelet
-# (Kubernetes >= 1.30): the default handler (""), runc, and kata where
-# kata-deploy configured it. The RuntimeClass below names handler "kata".
+# (Kubernetes >= 1.30): the default handler (""), runc, and where kata-deploy
+# configured Kata its shims' handlers: kata-qemu, and the class's
+# kata-qemu-runtime-rs (a name that only starts like another must not do).
 HF='{"recursiveReadOnlyMounts":true,"userNamespaces":true}'
-KATA_HANDLERS="[{\"name\":\"\",\"features\":$HF},{\"name\":\"kata\",\"features\":$HF},{\"name\":\"runc\",\"features\":$HF}]"
+KATA_HANDLERS="[{\"name\":\"\",\"features\":$HF},{\"name\":\"kata-qemu\",\"features\":$HF},{\"name\":\"$KATA_HANDLER\",\"features\":$HF},{\"name\":\"runc\",\"features\":$HF}]"
 RUNC_HANDLERS="[{\"name\":\"\",\"features\":$HF},{\"name\":\"runc\",\"features\":$HF}]"
-node worker-1 "{$KATA,$ZONE_A}" "$SMALL" '[]' "$KATA_HANDLERS"
-node worker-2 "{$KATA,$ZONE_A}" "$SMALL" '[{"key":"dedicated","value":"db","effect":"NoSchedule"}]' "$KATA_HANDLERS"
+node worker-1 "{$KATA_LABELS,$ZONE_A}" "$SMALL" '[]' "$KATA_HANDLERS"
+node worker-2 "{$KATA_LABELS,$ZONE_A}" "$SMALL" '[{"key":"dedicated","value":"db","effect":"NoSchedule"}]' "$KATA_HANDLERS"
 node master "{\"node-role.kubernetes.io/master\":\"\",$ZONE_A}" '{"cpu":"4","memory":"16Gi","pods":"110"}' \
   '[{"key":"node-role.kubernetes.io/master","effect":"NoSchedule"}]' "$RUNC_HANDLERS"
 node worker-3 "{$ZONE_B,\"example.com/rack\":\"r1\"}" '{"cpu":"16","memory":"64Gi","pods":"110","nvidia.com/pgpu":"4"}' \
   '[]' "$RUNC_HANDLERS"
 
+k apply -f examples/runtimeclass-kata.yaml >/dev/null
 k apply -f - >/dev/null <<'EOF'
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: kata}
-handler: kata
-overhead: {podFixed: {cpu: 250m, memory: 160Mi}}
-scheduling:
-  nodeSelector: {katacontainers.io/kata-runtime: "true"}
----
 apiVersion: node.k8s.io/v1
 kind: RuntimeClass
 metadata: {name: gvisor}
@@ -255,11 +270,26 @@ EOF
     -p '{"status":{"phase":"Bound","accessModes":["ReadWriteOnce"],"capacity":{"storage":"10Gi"}}}' >/dev/null
 done
 
-# policy-server's identity: the ServiceAccount the example RBAC names.
-k -n kubewarden create serviceaccount policy-server >/dev/null
+# policy-server's identity: the ServiceAccount examples/policy-server.yaml
+# makes in Kubewarden's namespace, the one its PolicyServer runs as, which
+# examples/rbac.yaml binds and the example policies name in their settings
+# (policyServerServiceAccount). With the CRDs the whole file goes in (the
+# PolicyServer is stored; no controller deploys it: the suite's
+# policy-server plays its part), else its ServiceAccount alone.
+PS_OBJECTS=$(yaml_objects examples/policy-server.yaml)
+PS_NAME=$(jq -r 'select(.kind == "PolicyServer") | .metadata.name' <<<"$PS_OBJECTS")
+PS_SA=$(jq -r 'select(.kind == "PolicyServer") | .spec.serviceAccountName // empty' <<<"$PS_OBJECTS")
+[[ -n $PS_SA && $(jq -r --arg sa "$PS_SA" 'select(.kind == "ServiceAccount" and .metadata.name == $sa) | .metadata.namespace' <<<"$PS_OBJECTS") == "$KW_NAMESPACE" ]] ||
+  die "examples/policy-server.yaml: no ServiceAccount '$PS_SA' in $KW_NAMESPACE for its PolicyServer '$PS_NAME'"
+if [[ -n $CRDS ]]; then
+  k apply -f examples/policy-server.yaml >/dev/null
+else
+  jq 'select(.kind == "ServiceAccount")' <<<"$PS_OBJECTS" | k apply -f - >/dev/null
+fi
+PS_USER=system:serviceaccount:$KW_NAMESPACE:$PS_SA
 k apply -f examples/rbac.yaml >/dev/null
-TOKEN=$(k -n kubewarden create token policy-server --duration 2h)
-kubeconfig "$D/policy-server.kubeconfig" policy-server "{token: $TOKEN}"
+TOKEN=$(k -n "$KW_NAMESPACE" create token "$PS_SA" --duration 2h)
+kubeconfig "$D/policy-server.kubeconfig" "$PS_SA" "{token: $TOKEN}"
 # The policies, each created in the API server and read back (use_policy);
 # policy-server's policies.yml (both, one policy-server) and each webhook
 # configuration are made from the stored objects, by the controller's rules.
@@ -267,21 +297,57 @@ kubeconfig "$D/policy-server.kubeconfig" policy-server "{token: $TOKEN}"
 #   changed (this checkout's): its own webhook, on the namespaces labelled
 #   $MANDATORY_LABEL=true ($MANDATORY).
 # - examples/cluster-admission-policy.yaml, its module changed, $BYHAND and
-#   $MANDATORY left out, and one setting of the suite's own:
-#   allowedRuntimeClasses (gvisor listed). $MANDATORY is left out so that
+#   $MANDATORY left out, and settings of the suite's own: the restriction of
+#   the classes a pod names itself on, gvisor allowed (SUITE_SETTINGS).
+#   $MANDATORY is left out so that
 #   there the Kata-mandatory policy alone decides: the API server calls
 #   mutating webhooks in the order of their configurations' names, and this
 #   one, first, would refuse a runc pod in its own words, and give a plain
-#   pod Kata before the other saw it.
+#   pod Kata before the other saw it. $OPTOUT is left out too: there the
+#   opt-out copy alone decides.
+# - The opt-out copy: examples/cluster-admission-policy.yaml with its
+#   commented objectSelector block uncommented, as a user would, and another
+#   name (kata-runtime-opt-out), judging $OPTOUT only: every other namespace
+#   the suite uses left out.
+SUITE_SETTINGS='{"restrictRuntimeClasses": true, "allowedRuntimeClasses": ["gvisor"]}'
 use_policy examples/cluster-admission-policy-kata-mandatory.yaml '{}'
 MANDATORY_CAP=$CAP
 MANDATORY_ID=$POLICY_ID
-use_policy examples/cluster-admission-policy.yaml '{"allowedRuntimeClasses": ["gvisor"]}' $BYHAND $MANDATORY
+OPTOUT_FILE=$D/cluster-admission-policy-opt-out.yaml
+awk '
+  block && /^  #   / { sub(/^  # /, "  "); print; next }
+  { block = 0 }
+  $0 == "  # objectSelector:" { block = 1; print "  objectSelector:"; next }
+  { print }' examples/cluster-admission-policy.yaml |
+  sed 's/^  name: kata-runtime$/  name: kata-runtime-opt-out/' >"$OPTOUT_FILE"
+# The copy differs from the example in its name and the uncommented
+# selector alone, and the selector leaves out the labelled pods.
+copy_diff=$(jq -cn --argjson a "$(yaml_objects examples/cluster-admission-policy.yaml)" \
+  --argjson b "$(yaml_objects "$OPTOUT_FILE")" --arg l "$OPTOUT_LABEL" '
+  if ($b | del(.spec.objectSelector) | .metadata.name = $a.metadata.name) != $a then "other changes"
+  elif $b.spec.objectSelector != {matchExpressions: [{key: $l, operator: "NotIn", values: ["true"]}]}
+  then "objectSelector \($b.spec.objectSelector)" else "" end')
+if [[ $copy_diff == '""' ]]; then
+  pass "opt-out: examples/cluster-admission-policy.yaml's commented objectSelector, uncommented, is $OPTOUT_LABEL NotIn [\"true\"], and the only change"
+else
+  fail "opt-out: the copy with the commented objectSelector uncommented: $copy_diff"
+fi
+use_policy "$OPTOUT_FILE" '{}' $TENANT $BYHAND $MANDATORY
+OPTOUT_CAP=$CAP
+OPTOUT_ID=$POLICY_ID
+use_policy examples/cluster-admission-policy.yaml "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT
 SETTINGS=$(jq -c '.spec.settings // {}' <<<"$CAP")
+# With annotateDecision (the examples set it), each pod the policy admits
+# carries its decision under this key.
+DECISION_KEY=kata-runtime-policy.kubewarden.io/decision
+ANNOTATES=$(jq -r '.annotateDecision // false' <<<"$SETTINGS")
 start_policy_server
 register_webhook "$MANDATORY_CAP"
 MANDATORY_WEBHOOK=$WEBHOOK
 MANDATORY_CONFIG=$WEBHOOK_CONFIG
+register_webhook "$OPTOUT_CAP"
+OPTOUT_WEBHOOK=$WEBHOOK
+OPTOUT_CONFIG=$WEBHOOK_CONFIG
 register_webhook
 log "cluster ready after $(($(date +%s) - T0)) s"
 
@@ -354,6 +420,35 @@ has_warning() {
 }
 is_kata() { [[ $(k get node "$1" -o jsonpath='{.metadata.labels.katacontainers\.io/kata-runtime}' 2>/dev/null) == true ]]; }
 
+# decision_note POD_JSON mutated|unchanged WARNING_PART: with annotateDecision,
+# the pod's decision annotation, checked against the outcome and the warning:
+# "mutated: " and the warning, or the assignment's words when there is none;
+# "unchanged: " and the reason, which is the warning without its leading
+# "kata runtime not assigned: " (a whole warning line), or has the part. On
+# stdout ", annotated" (nothing without annotateDecision); a failure's
+# description and status 1 otherwise.
+decision_note() {
+  local note want=${3#Warning: } expected=""
+  [[ $2 == mutated ]] || want=${want#kata runtime not assigned: }
+  note=$(jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"' <<<"$1")
+  if [[ $ANNOTATES != true ]]; then
+    [[ $note == none ]] || { echo "annotated '$note' without annotateDecision"; return 1; }
+    return 0
+  fi
+  if [[ $2 == mutated ]]; then
+    expected="mutated: ${want:-runtimeClassName \"kata\" assigned: a kata node can run this pod}"
+  elif [[ $3 == "Warning: kata runtime not assigned: "* && $want != *... ]]; then
+    expected="unchanged: $want"
+  elif [[ $note == "unchanged: "* && $note == *"$want"* ]]; then
+    expected=$note
+  fi
+  if [[ $note != "${expected:-unchanged: …$want…}" ]]; then
+    echo "$DECISION_KEY is '$note', not '${expected:-unchanged: …$want…}'"
+    return 1
+  fi
+  echo ", annotated"
+}
+
 # scenario FILE mutated [WARNING_PART]
 # scenario FILE unchanged WARNING_PART [confirm SCHEDULER_WORDS]
 # scenario FILE unchanged WARNING_PART [binds NODE]
@@ -367,12 +462,16 @@ is_kata() { [[ $(k get node "$1" -o jsonpath='{.metadata.labels.katacontainers\.
 #   have picked the node the policy turned down (the kubelet's gates).
 scenario() {
   local file=tests/cluster/pods/$1.yaml expect=$2 want=${3:-} confirm=${4:-} words=${5:-}
-  local name=$1 out pod rc where by_hand hand_where
+  local name=$1 out pod rc where by_hand hand_where note
   out=$(create_pod $TENANT "$file")
   pod=$(get $TENANT "$name" 2>/dev/null) || {
     fail "$name: not created: $out"
     return
   }
+  if ! note=$(decision_note "$pod" "$expect" "$want"); then
+    fail "$name: $note"
+    return
+  fi
   rc=$(jq -r '.spec.runtimeClassName // ""' <<<"$pod")
   where=$(placed $TENANT "$name")
   if [[ $expect == mutated ]]; then
@@ -382,8 +481,8 @@ scenario() {
     fi
     # The RuntimeClass admission's merge, as the policy predicted it.
     local merged
-    merged=$(jq -c '[.spec.overhead, .spec.nodeSelector["katacontainers.io/kata-runtime"]]' <<<"$pod")
-    [[ $merged == '[{"cpu":"250m","memory":"160Mi"},"true"]' ]] || {
+    merged=$(merge_of "$pod")
+    [[ $merged == "$KATA_MERGE" ]] || {
       fail "$name: RuntimeClass merge not as predicted: $merged"
       return
     }
@@ -399,7 +498,7 @@ scenario() {
       fail "$name: mutated, but kubectl's output lacks '$want': $out"
       return
     fi
-    pass "$name: mutated, overhead and node selector merged, placed on kata node $where${want:+, with the warning}"
+    pass "$name: mutated, overhead and node selector merged, placed on kata node $where${want:+, with the warning}$note"
   else
     if [[ -n $rc ]]; then
       fail "$name: expected no class, got '$rc'"
@@ -409,7 +508,7 @@ scenario() {
       fail "$name: warning lacks '$want': $out"
       return
     fi
-    local detail="left alone with the warning, placed: $where"
+    local detail="left alone with the warning$note, placed: $where"
     if [[ $confirm == binds ]]; then
       create_pod $BYHAND "$file" '.spec.runtimeClassName = "kata"' >/dev/null
       hand_where=$(placed $BYHAND "$name")
@@ -480,11 +579,12 @@ registration() {
   fi
 }
 registration examples/cluster-admission-policy.yaml "$WEBHOOK_CONFIG" "$POLICY_ID" \
-  '{"allowedRuntimeClasses": ["gvisor"]}' $BYHAND $MANDATORY
+  "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT
 registration examples/cluster-admission-policy-kata-mandatory.yaml "$MANDATORY_CONFIG" "$MANDATORY_ID" '{}'
+registration "$OPTOUT_FILE" "$OPTOUT_CONFIG" "$OPTOUT_ID" '{}' $TENANT $BYHAND $MANDATORY
 served=$(jq -c 'keys' "$D/policies.yml")
-[[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID")" ]] && pass "policies.yml: one policy-server serves $served" ||
-  fail "policies.yml: serves $served, not $POLICY_ID and $MANDATORY_ID"
+[[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID" "$OPTOUT_ID")" ]] && pass "policies.yml: one policy-server serves $served" ||
+  fail "policies.yml: serves $served, not $POLICY_ID, $MANDATORY_ID and $OPTOUT_ID"
 # Through the API server: a plain pod is mutated in $TENANT and in
 # $MANDATORY (the label), and never seen in Kubewarden's namespace (the
 # controller's exclusion) or in kube-system (the example's; unlabelled).
@@ -493,11 +593,49 @@ dry_class() {
   manifest_json tests/cluster/pods/plain.yaml | k -n "$1" create --dry-run=server -o json -f - 2>/dev/null |
     jq -r '.spec.runtimeClassName // "none"'
 }
-seen="$TENANT: $(dry_class $TENANT), $MANDATORY: $(dry_class $MANDATORY), $KW_NAMESPACE: $(dry_class "$KW_NAMESPACE"), kube-system: $(dry_class kube-system)"
-if [[ $seen == "$TENANT: kata, $MANDATORY: kata, $KW_NAMESPACE: none, kube-system: none" ]]; then
+seen="$TENANT: $(dry_class $TENANT), $MANDATORY: $(dry_class $MANDATORY), $OPTOUT: $(dry_class $OPTOUT), $KW_NAMESPACE: $(dry_class "$KW_NAMESPACE"), kube-system: $(dry_class kube-system)"
+if [[ $seen == "$TENANT: kata, $MANDATORY: kata, $OPTOUT: kata, $KW_NAMESPACE: none, kube-system: none" ]]; then
   pass "namespaceSelector through the API server: a plain pod's class in $seen"
 else
   fail "namespaceSelector through the API server: a plain pod's class in $seen"
+fi
+
+echo "# RBAC: examples/rbac.yaml, what policy-server's account may do"
+# Exactly the verbs the policy's host calls use: lists come from a watch-fed
+# cache (list and watch), reads by name are one GET, the access questions
+# SubjectAccessReviews. Every scenario below runs with these rules alone.
+may() { # VERB RESOURCE [kubectl flag]: yes or no (each query below is split into these)
+  k auth can-i "$1" "$2" --as="$PS_USER" ${3:+"$3"} 2>/dev/null || true
+}
+missing=() extra=()
+for q in "get nodes" "list nodes" "watch nodes" "get runtimeclasses.node.k8s.io" \
+  "get persistentvolumeclaims -A" "get persistentvolumes" "list persistentvolumes" "watch persistentvolumes" \
+  "get storageclasses.storage.k8s.io" "list storageclasses.storage.k8s.io" "watch storageclasses.storage.k8s.io" \
+  "create subjectaccessreviews.authorization.k8s.io"; do
+  [[ $(may $q) == yes ]] || missing+=("$q")
+done
+for q in "list runtimeclasses.node.k8s.io" "watch runtimeclasses.node.k8s.io" "list persistentvolumeclaims -A" \
+  "watch persistentvolumeclaims -A" "update nodes" "patch nodes" "get pods -A" "list pods -A" "get secrets -A" \
+  "get namespaces" "create pods -A"; do
+  [[ $(may $q) == no ]] || extra+=("$q")
+done
+if ((${#missing[@]} == 0 && ${#extra[@]} == 0)); then
+  pass "RBAC: $PS_USER may get/list/watch nodes, persistentvolumes and storageclasses, get runtimeclasses and persistentvolumeclaims, create subjectaccessreviews; nothing else asked (list/watch runtimeclasses and claims, pods, secrets, writes) is granted"
+else
+  fail "RBAC: $PS_USER lacks: ${missing[*]:-nothing}; has, and should not: ${extra[*]:-nothing}"
+fi
+# Each example policy runs on examples/policy-server.yaml's PolicyServer, and
+# names its account in policyServerServiceAccount (the policy's access
+# questions are about that account); rbac.yaml binds the same account.
+named=$(for f in examples/cluster-admission-policy*.yaml; do
+  yaml_objects "$f" | jq -r --arg f "$f" 'select(.kind == "ClusterAdmissionPolicy")
+    | "\($f): policyServer \(.spec.policyServer // "default"), policyServerServiceAccount \(.spec.settings.policyServerServiceAccount // "(default)")"'
+done)
+bound=$(yaml_objects examples/rbac.yaml | jq -r 'select(.kind == "ClusterRoleBinding") | .subjects[] | "system:serviceaccount:\(.namespace):\(.name)"')
+if [[ $(grep -cv "policyServer $PS_NAME, policyServerServiceAccount $PS_USER\$" <<<"$named") == 0 && $bound == "$PS_USER" ]]; then
+  pass "examples: $(wc -l <<<"$named") policies on PolicyServer $PS_NAME, settings naming $PS_USER, the account rbac.yaml binds"
+else
+  fail "examples: PolicyServer $PS_NAME runs as $PS_USER, rbac.yaml binds $bound; ${named//$'\n'/; }"
 fi
 
 echo "# scenarios: each pod through the real webhook, placed by the real scheduler"
@@ -507,6 +645,9 @@ scenario zone-b unchanged "didn't match Pod's node affinity/selector" confirm "d
 scenario selector-conflict unchanged 'requires nodeSelector katacontainers.io/kata-runtime=true' confirm 'conflict: runtimeClass.scheduling.nodeSelector'
 scenario taint unchanged "untolerated taint {dedicated: db}" confirm "untolerated taint"
 scenario overhead unchanged "Insufficient cpu" confirm "Insufficient cpu"
+# kata-deploy 4.x's qemu overhead is 320Mi: a pod that fits a kata node's
+# 32Gi with 160Mi more (3.x's figure) does not with 320Mi.
+scenario overhead-memory unchanged "Insufficient memory" confirm "Insufficient memory"
 scenario gpu unchanged "Insufficient nvidia.com/pgpu" confirm "Insufficient nvidia.com/pgpu"
 scenario spread unchanged "didn't match pod topology spread constraints (missing required label)" confirm "topology spread constraints (missing required label)"
 scenario zonal-disk unchanged "didn't match PersistentVolume's node affinity" confirm "didn't match PersistentVolume's node affinity"
@@ -574,7 +715,7 @@ out=$(prebound pre-old 0b9d6e11-3c5a-4f2e-8d7b-61a2f0c3e4d5)
   pass "claim UID through the masks: pre-bound by an old UID, left alone: $out" ||
   fail "claim UID through the masks: by an old UID, class $(class_of pre-old): $out"
 
-# allowedRuntimeClasses (gvisor listed): a tenant cannot name runc; the
+# restrictRuntimeClasses, gvisor allowed: a tenant cannot name runc; the
 # real API server refuses the pod with the policy's message.
 out=$(fresh_pod tenant-runc '.spec.runtimeClassName = "runc"')
 if [[ $(class_of tenant-runc) == missing && $out == *'runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata, gvisor)'* || $out == *'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata, gvisor)'* ]]; then
@@ -740,10 +881,10 @@ if ! pod=$(k -n $MANDATORY get pod mandatory-plain -o json 2>/dev/null); then
   fail "plain pod in $MANDATORY: not created: $out"
 else
   where=$(placed $MANDATORY mandatory-plain)
-  merged=$(jq -c '[.spec.runtimeClassName, .spec.overhead, .spec.nodeSelector["katacontainers.io/kata-runtime"]]' <<<"$pod")
+  merged=$(jq -c '.spec.runtimeClassName' <<<"$pod"):$(merge_of "$pod")
   audit=$(audit_of mandatory-plain $MANDATORY)
   called=$(webhooks_called "$audit")
-  if [[ $merged != '["kata",{"cpu":"250m","memory":"160Mi"},"true"]' ]]; then
+  if [[ $merged != "\"kata\":$KATA_MERGE" ]]; then
     fail "plain pod in $MANDATORY: not Kata with the RuntimeClass merged: $merged ($out)"
   elif ! is_kata "$where"; then
     fail "plain pod in $MANDATORY: Kata, but placed on '$where', not a kata node"
@@ -757,20 +898,166 @@ else
   fi
 fi
 
+echo "# opting out: examples/cluster-admission-policy.yaml's commented objectSelector, in force in $OPTOUT"
+# A pod labelled $OPTOUT_LABEL: "true" never reaches the webhook: admitted as
+# written, no warning, no audit annotation of the webhook, no decision
+# annotation. The same pod without the label, or with another value, gets
+# Kata from the same policy.
+OPTOUT_ANNOTATES=$(jq -r '.spec.settings.annotateDecision // false' <<<"$OPTOUT_CAP")
+in_optout() { # NAME [jq edit]: the plain pod under NAME in $OPTOUT; kubectl's output
+  manifest_json tests/cluster/pods/plain.yaml | jq -c ".metadata.name = \"$1\" | ${2:-.}" |
+    k -n $OPTOUT create -f - 2>&1 >/dev/null || true
+}
+out=$(in_optout opted-out ".metadata.labels[\"$OPTOUT_LABEL\"] = \"true\"")
+if ! pod=$(k -n $OPTOUT get pod opted-out -o json 2>/dev/null); then
+  fail "opt-out label: not created: $out"
+else
+  audit=$(audit_of opted-out $OPTOUT)
+  seen_by=$(jq -r '(. // {}) | keys | map(select(contains("kubewarden.admission/") or startswith("mutation.webhook."))) | join(" ")' <<<"$audit")
+  if [[ $(jq -c '[.spec.runtimeClassName, .spec.overhead, .spec.nodeSelector, .metadata.annotations[$k]]' --arg k "$DECISION_KEY" <<<"$pod") != '[null,null,null,null]' ]]; then
+    fail "opt-out label: changed: $(jq -c '{spec: (.spec | {runtimeClassName, overhead, nodeSelector}), annotations: .metadata.annotations}' <<<"$pod")"
+  elif [[ -n $out ]]; then
+    fail "opt-out label: kubectl said: $out"
+  elif [[ -n $seen_by ]]; then
+    fail "opt-out label: the webhook saw it: $seen_by"
+  else
+    pass "opt-out label: admitted as written, no warning, not sent to $OPTOUT_WEBHOOK (no audit annotation of it), no decision annotation"
+  fi
+fi
+for variant in "opt-in-none|no label|." "opt-in-false|label \"false\"|.metadata.labels[\"$OPTOUT_LABEL\"] = \"false\""; do
+  IFS='|' read -r name what edit <<<"$variant"
+  out=$(in_optout $name "$edit")
+  if ! pod=$(k -n $OPTOUT get pod $name -o json 2>/dev/null); then
+    fail "opt-out, $what: not created: $out"
+    continue
+  fi
+  where=$(placed $OPTOUT $name)
+  audit=$(audit_of $name $OPTOUT)
+  annotation=$(jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"' <<<"$pod")
+  if [[ $(jq -r '.spec.runtimeClassName' <<<"$pod") != kata || $(merge_of "$pod") != "$KATA_MERGE" ]]; then
+    fail "opt-out, $what: not Kata with the RuntimeClass merged: $(jq -c '.spec | {runtimeClassName, overhead, nodeSelector}' <<<"$pod")"
+  elif ! is_kata "$where"; then
+    fail "opt-out, $what: Kata, but placed on '$where'"
+  elif [[ $(jq -r --arg w "$OPTOUT_WEBHOOK" '.[$w + "/decision"]' <<<"$audit") != mutated ]]; then
+    fail "opt-out, $what: audit annotations: $audit"
+  elif [[ $OPTOUT_ANNOTATES == true && $annotation != "mutated: "* ]] || [[ $OPTOUT_ANNOTATES != true && $annotation != none ]]; then
+    fail "opt-out, $what: decision annotation '$annotation' (annotateDecision $OPTOUT_ANNOTATES)"
+  else
+    pass "opt-out, $what: Kata from $OPTOUT_WEBHOOK, placed on kata node $where$([[ $OPTOUT_ANNOTATES != true ]] || echo ", $DECISION_KEY: $annotation")"
+  fi
+done
+
+echo "# annotateDecision: a Deployment's pods, created as its controllers create them"
+# There is no kube-controller-manager here: the suite plays the Deployment
+# and ReplicaSet controllers, as their identities (kubectl --as; the API
+# server's bootstrap RBAC lets system:serviceaccount:kube-system:<name>-controller
+# do what each controller does). The user creates the Deployment; the
+# Deployment controller its ReplicaSet (owned by the Deployment, the pod
+# template with its pod-template-hash label); the ReplicaSet controller the
+# pod (the template, generateName, an ownerReference to the ReplicaSet).
+# The policy's warning goes to whoever creates the pod, the ReplicaSet
+# controller: the user sees the decision only on the pod.
+RS_CONTROLLER=system:serviceaccount:kube-system:replicaset-controller
+DEPLOY_CONTROLLER=system:serviceaccount:kube-system:deployment-controller
+# controller_pod NAME FILE: a Deployment NAME whose pod template is FILE's
+# pod; sets CP_USER_OUT, CP_RS_OUT, CP_POD_OUT (kubectl's warnings and errors
+# for the Deployment, the ReplicaSet, the pod), CP_RS (the ReplicaSet's name)
+# and CP_POD (the stored pod's JSON; empty when it was not created).
+controller_pod() {
+  local name=$1 template deployment uid hash rs_uid pod_name
+  template=$(manifest_json "$2" | jq -c --arg d "$name" '{metadata: {labels: {app: $d}}, spec: .spec}')
+  deployment=$(jq -cn --arg d "$name" --argjson t "$template" '{apiVersion: "apps/v1", kind: "Deployment",
+    metadata: {name: $d}, spec: {replicas: 1, selector: {matchLabels: {app: $d}}, template: $t}}')
+  CP_USER_OUT=$(k -n $TENANT create -f - <<<"$deployment" 2>&1 >/dev/null) || true
+  uid=$(k -n $TENANT get deployment "$name" -o jsonpath='{.metadata.uid}')
+  hash=$(sha256sum <<<"$template" | cut -c1-10)
+  CP_RS=$name-$hash
+  CP_RS_OUT=$(jq -cn --arg d "$name" --arg rs "$CP_RS" --arg h "$hash" --arg uid "$uid" --argjson t "$template" '
+    ($t | .metadata.labels["pod-template-hash"] = $h) as $pt | {apiVersion: "apps/v1", kind: "ReplicaSet",
+    metadata: {name: $rs, labels: $pt.metadata.labels,
+      ownerReferences: [{apiVersion: "apps/v1", kind: "Deployment", name: $d, uid: $uid, controller: true, blockOwnerDeletion: true}]},
+    spec: {replicas: 1, selector: {matchLabels: {app: $d, "pod-template-hash": $h}}, template: $pt}}' |
+    k -n $TENANT create --as=$DEPLOY_CONTROLLER -f - 2>&1 >/dev/null) || true
+  rs_uid=$(k -n $TENANT get replicaset "$CP_RS" -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
+  CP_POD_OUT=$(k -n $TENANT get replicaset "$CP_RS" -o json | jq -c --arg uid "$rs_uid" '{apiVersion: "v1", kind: "Pod",
+    metadata: (.spec.template.metadata + {generateName: (.metadata.name + "-"),
+      ownerReferences: [{apiVersion: "apps/v1", kind: "ReplicaSet", name: .metadata.name, uid: $uid, controller: true, blockOwnerDeletion: true}]}),
+    spec: .spec.template.spec}' |
+    k -n $TENANT create --as=$RS_CONTROLLER -o name -f - 2>&1 >"$D/controller-pod") || true
+  pod_name=$(sed 's|^pod/||' "$D/controller-pod")
+  CP_POD=""
+  [[ -z $pod_name ]] || CP_POD=$(get $TENANT "$pod_name")
+}
+# told OUT: the warnings in kubectl's output OUT, but the API server's own
+# about the deprecated node-role.kubernetes.io/master label (the seed's).
+told() { grep '^Warning: ' <<<"$1" | grep -vF 'use "node-role.kubernetes.io/control-plane" instead' || true; }
+# controller_checked: what every controller-made pod must show: created
+# by the ReplicaSet controller as written (labels, ownerReference,
+# generateName kept), nothing said to the user or the Deployment
+# controller; on stdout what is wrong, nothing when all is well.
+controller_checked() {
+  if [[ -z $CP_POD ]]; then
+    echo "not created: $CP_POD_OUT"
+  elif [[ -n $(told "$CP_USER_OUT$CP_RS_OUT") || $CP_USER_OUT$CP_RS_OUT == *rror* ]]; then
+    echo "the Deployment's creator or the Deployment controller was told: $CP_USER_OUT $CP_RS_OUT"
+  elif [[ $(jq -c '[.metadata.generateName, .metadata.ownerReferences[0].kind, .metadata.ownerReferences[0].name,
+      .metadata.labels["pod-template-hash"] != null]' <<<"$CP_POD") != "[\"$CP_RS-\",\"ReplicaSet\",\"$CP_RS\",true]" ]]; then
+    echo "the ReplicaSet controller's fields changed: $(jq -c '.metadata | {generateName, ownerReferences, labels}' <<<"$CP_POD")"
+  fi
+}
+if [[ $ANNOTATES != true ]]; then
+  fail "annotateDecision: examples/cluster-admission-policy.yaml does not set it: nothing to check on controller-made pods"
+else
+  # A plain pod: Kata, no warning to anyone, the decision on the pod.
+  controller_pod web tests/cluster/pods/plain.yaml
+  wrong=$(controller_checked)
+  note=$(jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"' <<<"${CP_POD:-null}")
+  if [[ -n $wrong ]]; then
+    fail "Deployment web: $wrong"
+  elif [[ $(jq -r '.spec.runtimeClassName' <<<"$CP_POD") != kata || $(merge_of "$CP_POD") != "$KATA_MERGE" ]]; then
+    fail "Deployment web: the pod is not Kata: $(jq -c '.spec | {runtimeClassName, overhead, nodeSelector}' <<<"$CP_POD")"
+  elif [[ -n $(told "$CP_POD_OUT") ]]; then
+    fail "Deployment web: the ReplicaSet controller was told: $CP_POD_OUT"
+  elif [[ $note != 'mutated: runtimeClassName "kata" assigned: a kata node can run this pod' ]]; then
+    fail "Deployment web: $DECISION_KEY: $note"
+  else
+    pass "Deployment web: its pod, created by $RS_CONTROLLER, is Kata, carries $DECISION_KEY: $note; no warning to anyone"
+  fi
+  # The original master-pinned pod, as a Deployment's: unchanged; the
+  # warning went to the ReplicaSet controller alone, and the reason is on
+  # the pod.
+  controller_pod pinned tests/cluster/pods/seed.yaml
+  wrong=$(controller_checked)
+  note=$(jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"' <<<"${CP_POD:-null}")
+  reason="0/2 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}"
+  if [[ -n $wrong ]]; then
+    fail "Deployment pinned: $wrong"
+  elif [[ $(jq -r '.spec.runtimeClassName // "none"' <<<"$CP_POD") != none ]]; then
+    fail "Deployment pinned: the pod got $(jq -r .spec.runtimeClassName <<<"$CP_POD")"
+  elif [[ $(told "$CP_POD_OUT") != "Warning: kata runtime not assigned: $reason" ]]; then
+    fail "Deployment pinned: the ReplicaSet controller was told: $CP_POD_OUT"
+  elif [[ $note != "unchanged: $reason" ]]; then
+    fail "Deployment pinned: $DECISION_KEY: $note"
+  else
+    pass "Deployment pinned: its pod left alone, the warning to $RS_CONTROLLER only, $DECISION_KEY: $note"
+  fi
+fi
+
 echo "# runtime handlers: status.runtimeHandlers through policy-server's field masks"
 # More kata nodes, each pool behind its own label and taint, so that the pods
 # above never count them and the pods below can use only their pool:
-#   kata-lone (pool lone): labelled for Kata, its runtime reports "" and runc,
-#     not the class's handler "kata" (kata-deploy's label without the runtime);
+#   kata-lone (pool lone): labelled for Kata, its runtime reports "",
+#     kata-qemu and runc, not the class's handler kata-qemu-runtime-rs
+#     (kata-deploy's labels without the default shim's runtime);
 #   kata-good and kata-broken (pool pair): both pass every filter, one reports
-#     kata, one does not.
+#     the class's handler, one does not.
 # Each is built whole (status, handlers, no not-ready taint) before the Kata
 # label puts it in the policy's node list, so policy-server's watch-fed cache
 # never holds it without its handlers.
 pool_node() { # NAME POOL HANDLERS_JSON
   node "$1" "{\"example.com/pool\":\"$2\",$ZONE_A}" '{"cpu":"4","memory":"16Gi","pods":"110"}' \
     "[{\"key\":\"example.com/pool\",\"value\":\"$2\",\"effect\":\"NoSchedule\"}]" "$3"
-  k label node "$1" katacontainers.io/kata-runtime=true >/dev/null
+  k label node "$1" katacontainers.io/kata-runtime=true kata-deploy.katacontainers.io/default=true >/dev/null
 }
 # until_cached FILE WORDS: server-side dry runs of the pod (admitted by the
 # webhook, stored nowhere) until the warning has WORDS (at most 10 s): the
@@ -786,12 +1073,12 @@ until_cached() {
   log "$(basename "$1" .yaml): the pool reached policy-server after $((($(date +%s%N) - t) / 1000000)) ms"
 }
 
-HANDLER='runtime handler "kata"'
+HANDLER="runtime handler \"$KATA_HANDLER\""
 # The only kata node the pod can use is labelled, but its runtime lacks the
 # handler: left alone (on it the pod would fail FailedCreatePodSandBox), and
 # the scheduler, which never reads runtimeHandlers, binds the same pod set
 # by hand to it.
-pool_node kata-lone lone "$RUNC_HANDLERS"
+pool_node kata-lone lone "[{\"name\":\"\",\"features\":$HF},{\"name\":\"kata-qemu\",\"features\":$HF},{\"name\":\"runc\",\"features\":$HF}]"
 until_cached tests/cluster/pods/handler-missing.yaml "do not report"
 scenario handler-missing unchanged "kata runtime not assigned: 0/3 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) do not report $HANDLER, 1 node(s) had untolerated taint {dedicated: db}" \
   binds kata-lone
@@ -839,7 +1126,7 @@ out=$(KUBECONFIG=$D/admin.kubeconfig "$KWCTL" run --allow-context-aware --settin
 names=$(list_payload "$D/handler-pair-session.yml" status.runtimeHandlers.name |
   jq -c '[.items[] | select(.metadata.name | startswith("kata-")) | {(.metadata.name): .status.runtimeHandlers}] | add' 2>/dev/null || true)
 stored=$(k get nodes kata-lone kata-good kata-broken -o json | jq -c '[.items[].status.runtimeHandlers[] | has("features")] | all')
-want_names='{"kata-broken":[{"name":""},{"name":"runc"}],"kata-good":[{"name":""},{"name":"kata"},{"name":"runc"}],"kata-lone":[{"name":""},{"name":"runc"}]}'
+want_names="{\"kata-broken\":[{\"name\":\"\"},{\"name\":\"runc\"}],\"kata-good\":[{\"name\":\"\"},{\"name\":\"kata-qemu\"},{\"name\":\"$KATA_HANDLER\"},{\"name\":\"runc\"}],\"kata-lone\":[{\"name\":\"\"},{\"name\":\"kata-qemu\"},{\"name\":\"runc\"}]}"
 if [[ $stored == true && $(jq -cS . <<<"${names:-null}") == "$want_names" &&
   $(jq -r '.warnings[0]' <<<"${out:-null}" 2>/dev/null) == "$PAIR_WARNING" ]]; then
   pass "mask status.runtimeHandlers.name: every entry kept, its features pruned ($names); kwctl's answer the same as policy-server's"
@@ -930,13 +1217,13 @@ fi
 # starts again with both in policies.yml.
 stop_one policy-server
 drop_policy
-use_policy examples/cluster-admission-policy-monitor.yaml '{}' $BYHAND $MANDATORY
+use_policy examples/cluster-admission-policy-monitor.yaml '{}' $BYHAND $MANDATORY $OPTOUT
 start_policy_server
 register_webhook
 served=$(jq -c 'keys' "$D/policies.yml")
 out=$(in_mandatory restarted tests/cluster/pods/plain.yaml)
 got=$(k -n $MANDATORY get pod restarted -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing)
-if [[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID")" && $got == kata ]]; then
+if [[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID" "$OPTOUT_ID")" && $got == kata ]]; then
   pass "policy-server restarted with $served: a plain pod in $MANDATORY still gets Kata"
 else
   fail "policy-server restarted with $served: a plain pod in $MANDATORY gets '$got': $out"
@@ -944,10 +1231,13 @@ fi
 out=$(fresh_pod monitored)
 sleep 1 # the audit log is written asynchronously
 audit=$(jq -c 'select(.objectRef.name == "monitored" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
-if [[ $(class_of monitored) == none && $audit == *'admission/decision":"mutated"'* && $audit == *'\"mutated\":false'* ]]; then
-  pass "monitor mode: not mutated, the would-be decision in the audit annotations: $audit"
+# With annotateDecision (the monitor example is the protect one), no
+# decision annotation either: the patch that would carry it is not applied.
+note=$(k -n $TENANT get pod monitored -o json 2>/dev/null | jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"')
+if [[ $(class_of monitored) == none && $note == none && $audit == *'admission/decision":"mutated"'* && $audit == *'\"mutated\":false'* ]]; then
+  pass "monitor mode: not mutated (annotateDecision $(jq -r '.spec.settings.annotateDecision // false' <<<"$CAP"): no decision annotation), the would-be decision in the audit annotations: $audit"
 else
-  fail "monitor mode: class $(class_of monitored), audit annotations: $audit"
+  fail "monitor mode: class $(class_of monitored), $DECISION_KEY '$note', audit annotations: $audit"
 fi
 
 # policy-server gone: failurePolicy Ignore (the monitor example's) admits the
