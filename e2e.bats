@@ -785,3 +785,187 @@ USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","host
   [ "$status" -ne 0 ]
   [[ "$output" == *"Provided settings are not valid"*"kataNodeSelector"* ]]
 }
+
+# annotateDecision: every evaluated Pod CREATE the policy admits carries its
+# decision as the pod annotation kata-runtime-policy.kubewarden.io/decision,
+# "<verdict>: <reason>"; the verdict, warning and audit annotations are
+# those without the setting.
+ANNOTATE='{"annotateDecision":true}'
+PINNED_UNCHANGED="unchanged: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+
+# annotated_patch VALUE [CLASS]: the patch adds metadata.annotations with
+# the decision VALUE alone (the pod had no annotations), then the class.
+annotated_patch() {
+  [ "$(jq -r .patchType <<<"$response")" = "JSONPatch" ]
+  local expected
+  expected=$(jq -cn --arg v "$1" --arg class "${2:-}" \
+    '[{op: "add", path: "/metadata/annotations", value: {"kata-runtime-policy.kubewarden.io/decision": $v}}]
+     + (if $class == "" then [] else [{op: "add", path: "/spec/runtimeClassName", value: $class}] end)')
+  [ "$(jq -r .patch <<<"$response" | base64 -d | jq -c .)" = "$expected" ]
+}
+
+@test "annotateDecision: a plain pod gets kata and the decision annotation" {
+  kwctl_run pod-plain.json kata-workers.yml "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch "mutated: $ASSIGNED" kata
+  no_warning
+  decision_is mutated
+  reason_is "$ASSIGNED"
+}
+
+@test "annotateDecision: the master-pinned pod stays unchanged, with the decision on it and its warning" {
+  kwctl_run pod-master-pinned.json kata-workers.yml "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch "$PINNED_UNCHANGED"
+  decision_is unchanged
+  explained "$MASTER_PINNED_REASON"
+}
+
+@test "annotateDecision: a pod naming its class says so" {
+  kwctl_run pod-runtime-class.json "$(no_host_calls)" "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  annotated_patch 'unchanged: pod already sets runtimeClassName "gvisor"'
+  explained 'pod already sets runtimeClassName "gvisor"; left unchanged'
+}
+
+@test "annotateDecision: a Deployment's pod (generateName, ReplicaSet owner, pod-template-hash) carries the decision" {
+  kwctl_run pod-deployment-replica.json kata-workers.yml "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch "mutated: $ASSIGNED" kata
+  no_warning
+  # The same pod pinned to the master: why it did not get Kata is on the pod.
+  jq '.object.spec.nodeSelector = {"node-role.kubernetes.io/master": ""}' test_data/pod-deployment-replica.json \
+    >"$BATS_TEST_TMPDIR/replica-pinned.json"
+  kwctl_run "$BATS_TEST_TMPDIR/replica-pinned.json" kata-workers.yml "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch "$PINNED_UNCHANGED"
+  decision_is unchanged
+  explained "$MASTER_PINNED_REASON"
+}
+
+@test "annotateDecision: a decision already on the pod is replaced" {
+  jq --arg k kata-runtime-policy.kubewarden.io/decision \
+    '.object.metadata.annotations = {team: "a", ($k): "mutated: trust me"}' test_data/pod-master-pinned.json \
+    >"$BATS_TEST_TMPDIR/preset.json"
+  kwctl_run "$BATS_TEST_TMPDIR/preset.json" kata-workers.yml "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .patch <<<"$response" | base64 -d | jq -c .)" = \
+    "$(jq -cn --arg v "$PINNED_UNCHANGED" '[{op: "replace", path: "/metadata/annotations/kata-runtime-policy.kubewarden.io~1decision", value: $v}]')" ]
+}
+
+@test "annotateDecision: refused pods, mirror pods, runtimeClassName \"\" and Deployments get no annotation" {
+  local cases=(
+    "pod-master-pinned.json|kata-workers.yml|{\"noFeasibleNode\":\"reject\"}"
+    "pod-runc.json|NONE|{\"restrictRuntimeClasses\":true}"
+    "pod-docker-agent.json|NONE|{\"incompatiblePod\":\"reject\"}"
+    "pod-mirror.json|NONE|{}"
+    "pod-empty-class.json|NONE|{}"
+    "deployment.json|NONE|{}"
+  )
+  local entry request session settings before
+  for entry in "${cases[@]}"; do
+    IFS='|' read -r request session settings <<<"$entry"
+    [ "$session" != NONE ] || session=$(no_host_calls)
+    kwctl_run "$request" "$session" "$settings"
+    [ "$status" -eq 0 ]
+    before=$(jq -S . <<<"$response")
+    kwctl_run "$request" "$session" "$(jq -c '. + {annotateDecision: true}' <<<"$settings")"
+    [ "$status" -eq 0 ]
+    no_patch
+    [ "$(jq -S . <<<"$response")" = "$before" ]
+  done
+}
+
+@test "annotateDecision: false gives exactly the answers of no setting" {
+  local cases=(
+    "pod-plain.json|kata-workers.yml"
+    "pod-master-pinned.json|kata-workers.yml"
+    "pod-deployment-replica.json|kata-workers.yml"
+    "pod-runtime-class.json|NONE"
+  )
+  local entry request session before
+  for entry in "${cases[@]}"; do
+    IFS='|' read -r request session <<<"$entry"
+    [ "$session" != NONE ] || session=$(no_host_calls)
+    kwctl_run "$request" "$session"
+    [ "$status" -eq 0 ]
+    before=$(jq -S . <<<"$response")
+    kwctl_run "$request" "$session" '{"annotateDecision":false}'
+    [ "$status" -eq 0 ]
+    [ "$(jq -S . <<<"$response")" = "$before" ]
+  done
+}
+
+@test "annotateDecision takes true or false only" {
+  run "$KWCTL" run --allow-context-aware --request-path test_data/pod-plain.json \
+    --settings-json '{"annotateDecision":"yes"}' \
+    --replay-host-capabilities-interactions test_data/sessions/kata-workers.yml "$POLICY"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"Provided settings are not valid"* ]]
+  [[ "$output" == *'annotateDecision must be true or false, got \"yes\"'* ]] \
+    || [[ "$output" == *'annotateDecision must be true or false, got "yes"'* ]]
+}
+
+@test "restrictRuntimeClasses: true without a list allows only runtimeClassName" {
+  kwctl_run pod-runc.json "$(no_host_calls)" '{"restrictRuntimeClasses":true}'
+  [ "$status" -eq 0 ]
+  refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
+  jq '.object.spec.runtimeClassName = "kata"' test_data/pod-runc.json >"$BATS_TEST_TMPDIR/kata.json"
+  kwctl_run "$BATS_TEST_TMPDIR/kata.json" "$(no_host_calls)" '{"restrictRuntimeClasses":true}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  no_warning
+}
+
+@test "restrictRuntimeClasses: true with a list allows the listed classes too" {
+  kwctl_run pod-runtime-class.json "$(no_host_calls)" '{"restrictRuntimeClasses":true,"allowedRuntimeClasses":["gvisor"]}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is 'pod already sets runtimeClassName "gvisor"; left unchanged'
+  kwctl_run pod-runc.json "$(no_host_calls)" '{"restrictRuntimeClasses":true,"allowedRuntimeClasses":["gvisor"]}'
+  refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata, gvisor)'
+}
+
+@test "restrictRuntimeClasses: false with an empty list (the shipped defaults) restricts nothing" {
+  for settings in '{"restrictRuntimeClasses":false,"allowedRuntimeClasses":[]}' "$(jq -c . policy-settings.json)"; do
+    kwctl_run pod-runc.json "$(no_host_calls)" "$settings"
+    [ "$status" -eq 0 ]
+    allowed true
+    no_patch
+    warning_is 'pod already sets runtimeClassName "runc"; left unchanged'
+  done
+}
+
+@test "restrictRuntimeClasses: false with a list is refused as a contradiction" {
+  run "$KWCTL" run --allow-context-aware --request-path test_data/pod-runc.json \
+    --settings-json '{"restrictRuntimeClasses":false,"allowedRuntimeClasses":["gvisor"]}' \
+    --replay-host-capabilities-interactions "$(no_host_calls)" "$POLICY"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"Provided settings are not valid"* ]]
+  [[ "$output" == *'restrictRuntimeClasses: false contradicts allowedRuntimeClasses [\"gvisor\"]: set restrictRuntimeClasses: true, or remove the list'* ]] \
+    || [[ "$output" == *'restrictRuntimeClasses: false contradicts allowedRuntimeClasses ["gvisor"]: set restrictRuntimeClasses: true, or remove the list'* ]]
+}
+
+# The strict recipe of the operator guide (the Kata-mandatory example's settings).
+GUIDE_RECIPE='{"runtimeClassName":"kata","kataNodeSelector":"katacontainers.io/kata-runtime=true","policyServerServiceAccount":"system:serviceaccount:kubewarden:kata-runtime-policy","incompatiblePod":"reject","noFeasibleNode":"reject","lookupFailure":"reject","restrictRuntimeClasses":true,"allowedRuntimeClasses":[],"runtimeHandlerCheck":"auto","annotateDecision":true}'
+
+@test "the guide's strict recipe: runc and the docker.sock agent refused without asking the cluster, kata annotated" {
+  kwctl_run pod-runc.json "$(no_host_calls)" "$GUIDE_RECIPE"
+  [ "$status" -eq 0 ]
+  refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
+  kwctl_run pod-docker-agent.json "$(no_host_calls)" "$GUIDE_RECIPE"
+  [ "$status" -eq 0 ]
+  refused_with "$REQUIRED$DOCKER_SOCKET_FINDING"
+  jq '.object.spec.runtimeClassName = "kata"' test_data/pod-runc.json >"$BATS_TEST_TMPDIR/kata.json"
+  kwctl_run "$BATS_TEST_TMPDIR/kata.json" "$(no_host_calls)" "$GUIDE_RECIPE"
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch 'unchanged: pod already sets runtimeClassName "kata"'
+  no_warning
+}

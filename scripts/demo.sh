@@ -7,8 +7,9 @@ KWRUN=${KWRUN:-target/debug/kwrun}
 POLICY=${POLICY:-policy.wasm}
 
 # The settings of a namespace where every pod must run under Kata (the
-# example ClusterAdmissionPolicy kata-runtime-mandatory).
-KATA_MANDATORY='{"incompatiblePod":"reject","noFeasibleNode":"reject","allowedRuntimeClasses":[],"lookupFailure":"reject"}'
+# example ClusterAdmissionPolicy kata-runtime-mandatory), with the default
+# policyServerServiceAccount the recorded sessions ask about.
+KATA_MANDATORY='{"incompatiblePod":"reject","noFeasibleNode":"reject","lookupFailure":"reject","restrictRuntimeClasses":true,"allowedRuntimeClasses":[],"runtimeHandlerCheck":"auto","annotateDecision":true}'
 
 # request | session | settings | what the cluster looks like
 scenarios=(
@@ -45,7 +46,11 @@ scenarios=(
   "pod-runtime-class.json|kata-workers.yml|{}|pod that already names gvisor"
   "pod-runc.json|kata-workers.yml|{\"allowedRuntimeClasses\":[\"gvisor\"]}|a tenant pod naming runc; only gvisor (and kata) allowed"
   "pod-runc.json|kata-workers.yml|{\"allowedRuntimeClasses\":[\"gvisor\",\"runc\"]}|the same pod, runc allowed"
+  "pod-runc.json|kata-workers.yml|{\"restrictRuntimeClasses\":true}|the same pod; restrictRuntimeClasses=true without a list: only kata allowed"
   "pod-empty-class.json|kata-workers.yml|{}|runtimeClassName: \"\" (the API server refuses it)"
+  "pod-plain.json|kata-workers.yml|{\"annotateDecision\":true}|annotateDecision=true: the decision is written on the pod"
+  "pod-master-pinned.json|kata-workers.yml|{\"annotateDecision\":true}|annotateDecision=true: the master-pinned pod carries why it has no kata"
+  "pod-deployment-replica.json|kata-workers.yml|{\"annotateDecision\":true}|a Deployment's pod, created by the ReplicaSet controller, with annotateDecision=true"
   "pod-docker-agent.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: an agent that mounts /var/run/docker.sock"
   "pod-user-namespace.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: the hostUsers: false pod"
   "pod-plain.json|kata-workers.yml|$KATA_MANDATORY|Kata-mandatory: a plain pod"

@@ -9,7 +9,10 @@ use crate::scheduling::runtime_handler::HandlerNeeds;
 use crate::scheduling::{Broken, Constraints, Feasibility};
 use crate::settings::{HandlerCheck, Outcome, Settings};
 use crate::volumes::{self, PodRef, Refusal};
-use crate::{compat, mutation, runtime_class};
+use crate::{annotation, compat, mutation, runtime_class};
+
+/// How every explanation of a pod left without Kata for a reason starts.
+pub const NOT_ASSIGNED: &str = "kata runtime not assigned: ";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -22,7 +25,13 @@ pub enum Decision {
         warn: bool,
     },
     /// Admit unchanged. `warn`: tell the user (every pod left without Kata).
-    Leave { explanation: String, warn: bool },
+    /// `object`: with `annotateDecision`, the raw request object with only
+    /// the decision annotation added; `None`: no patch at all.
+    Leave {
+        explanation: String,
+        warn: bool,
+        object: Option<String>,
+    },
     /// Refuse the request.
     Reject {
         explanation: String,
@@ -43,12 +52,13 @@ impl Decision {
         Decision::Leave {
             explanation,
             warn: true,
+            object: None,
         }
     }
 
     /// The `noFeasibleNode` / `lookupFailure` outcome for a pod that cannot get Kata.
     fn not_assigned(outcome: Outcome, why: String) -> Decision {
-        let explanation = format!("kata runtime not assigned: {why}");
+        let explanation = format!("{NOT_ASSIGNED}{why}");
         match outcome {
             Outcome::Accept => Decision::leave(explanation),
             Outcome::Reject => Decision::Reject {
@@ -88,6 +98,7 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
                 request.describe()
             ),
             warn: false,
+            object: None,
         };
     }
     let Some(object) = request.object.map(|o| o.get()) else {
@@ -105,21 +116,42 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
             };
         }
     };
+    let decision = evaluate(object, &pod, request, settings, cluster);
+    // Annotated: every pod the policy judged. Not a mirror pod (its object
+    // is the kubelet's copy of a static pod, which the policy never
+    // changes), nor a pod with runtimeClassName "" (left for the API server
+    // to refuse, see `named_class`).
+    let judged = !pod.is_mirror && pod.runtime_class_name.as_deref() != Some("");
+    if settings.annotate_decision && judged {
+        annotation::annotate(decision, object)
+    } else {
+        decision
+    }
+}
+
+/// The decision on a Pod CREATE whose object reads as a pod.
+fn evaluate(
+    object: &str,
+    pod: &PodFacts,
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &impl Cluster,
+) -> Decision {
     let class = settings.runtime_class_name.as_str();
 
     if let Some(existing) = &pod.runtime_class_name {
-        return named_class(existing, &pod, settings);
+        return named_class(existing, pod, settings);
     }
     if pod.is_mirror {
-        return Decision::leave(
-            "kata runtime not assigned: mirror pod of a static pod (the kubelet runs it, not the API)".into(),
-        );
+        return Decision::leave(format!(
+            "{NOT_ASSIGNED}mirror pod of a static pod (the kubelet runs it, not the API)"
+        ));
     }
-    if let Some(left) = runtime_incompatible(&pod, settings) {
+    if let Some(left) = runtime_incompatible(pod, settings) {
         return left;
     }
     if !pod.has_spec {
-        return Decision::leave("kata runtime not assigned: the pod has no spec".into());
+        return Decision::leave(format!("{NOT_ASSIGNED}the pod has no spec"));
     }
 
     let rc_bytes = match cluster.runtime_class(class) {
@@ -152,16 +184,16 @@ pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cl
             };
         }
     };
-    let constraints = match runtime_class::effective_constraints(&pod, &rc, &overhead, &ignored) {
+    let constraints = match runtime_class::effective_constraints(pod, &rc, &overhead, &ignored) {
         Ok(c) => c,
         Err(conflict) => return Decision::not_assigned(settings.no_feasible_node, conflict),
     };
 
-    let constraints = match with_volumes(constraints, &pod, request, settings, cluster) {
+    let constraints = match with_volumes(constraints, pod, request, settings, cluster) {
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let constraints = constraints.with_handler(handler_needs(&pod, &rc.handler, settings));
+    let constraints = constraints.with_handler(handler_needs(pod, &rc.handler, settings));
     let masks = node_masks(constraints.handler());
 
     if let Some(names) = constraints.pinned_nodes() {
@@ -257,6 +289,7 @@ fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision 
         explanation: format!("pod already sets runtimeClassName {existing:?}; left unchanged"),
         // A pod that already asked for our class has Kata: nothing to warn about.
         warn: existing != class,
+        object: None,
     }
 }
 
@@ -279,7 +312,7 @@ fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Option<Decision>
         .collect::<Vec<_>>()
         .join("; ");
     Some(match settings.incompatible_pod {
-        Outcome::Accept => Decision::leave(format!("kata runtime not assigned: {reasons}")),
+        Outcome::Accept => Decision::leave(format!("{NOT_ASSIGNED}{reasons}")),
         Outcome::Reject => Decision::Reject {
             explanation: format!(
                 "kata runtime required (incompatiblePod: reject), and not assigned: {reasons}"

@@ -18,6 +18,7 @@
     )
 )]
 
+pub mod annotation;
 #[cfg(feature = "bench")]
 mod bench;
 pub mod cluster;

@@ -41,19 +41,22 @@ pub fn warning(text: &str) -> String {
 
 pub fn render(decision: Decision) -> Vec<u8> {
     let explanation = decision.explanation().to_string();
-    let (verdict, accepted, code, mutated, warn) = match decision {
-        Decision::Mutate { object, warn, .. } => match RawValue::from_string(object) {
-            Ok(raw) => ("mutated", true, None, Some(raw), warn),
-            // Cannot happen for a valid request object; refuse rather than guess.
-            Err(_) => {
-                return render(Decision::Reject {
-                    explanation: "internal error: the mutated Pod is not valid JSON".into(),
-                    code: Some(500),
-                });
-            }
-        },
-        Decision::Leave { warn, .. } => ("unchanged", true, None, None, warn),
+    // An unchanged pod has an object too when it carries the decision
+    // annotation (annotateDecision); the verdict stays "unchanged".
+    let (verdict, accepted, code, object, warn) = match decision {
+        Decision::Mutate { object, warn, .. } => ("mutated", true, None, Some(object), warn),
+        Decision::Leave { object, warn, .. } => ("unchanged", true, None, object, warn),
         Decision::Reject { code, .. } => ("rejected", false, code, None, true),
+    };
+    let mutated = match object.map(RawValue::from_string).transpose() {
+        Ok(raw) => raw,
+        // Cannot happen for a valid request object; refuse rather than guess.
+        Err(_) => {
+            return render(Decision::Reject {
+                explanation: "internal error: the mutated Pod is not valid JSON".into(),
+                code: Some(500),
+            });
+        }
     };
     let response = ValidationResponse {
         accepted,
@@ -129,6 +132,7 @@ mod tests {
         let v = rendered(Decision::Leave {
             explanation: "why".into(),
             warn: true,
+            object: None,
         });
         assert_eq!(
             (v["accepted"].clone(), v["warnings"].clone()),
@@ -138,6 +142,7 @@ mod tests {
         let quiet = rendered(Decision::Leave {
             explanation: "why".into(),
             warn: false,
+            object: None,
         });
         assert_eq!(quiet["warnings"], Value::Null);
         assert_eq!(quiet["audit_annotations"]["decision"], "unchanged");
@@ -154,6 +159,40 @@ mod tests {
             (json!(false), json!("no"), json!(400))
         );
         assert_eq!(r["audit_annotations"]["decision"], "rejected");
+    }
+
+    /// annotateDecision: an unchanged pod with the annotation is passed
+    /// through raw too, still "unchanged", with its warning.
+    #[test]
+    fn an_annotated_unchanged_pod_passes_its_object_through() {
+        let out = render(Decision::Leave {
+            explanation: "why".into(),
+            warn: true,
+            object: Some(r#"{"metadata":{"annotations":{"k":"unchanged: why"}},"n":1.50}"#.into()),
+        });
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                r#""mutated_object":{"metadata":{"annotations":{"k":"unchanged: why"}},"n":1.50}"#
+            ),
+            "{text}"
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["accepted"], true);
+        assert_eq!(
+            v["audit_annotations"],
+            json!({"decision": "unchanged", "reason": "why"})
+        );
+        assert_eq!(v["warnings"], json!(["why"]));
+        let broken = rendered(Decision::Leave {
+            explanation: "why".into(),
+            warn: false,
+            object: Some("{".into()),
+        });
+        assert_eq!(
+            (broken["accepted"].clone(), broken["code"].clone()),
+            (json!(false), json!(500))
+        );
     }
 
     #[test]

@@ -90,13 +90,18 @@ pub struct Settings {
     /// node list: `system:serviceaccount:<namespace>:<name>`.
     pub policy_server_service_account: String,
     /// The RuntimeClasses a pod may name itself besides `runtimeClassName`
-    /// (`None`: any). A pod naming another is refused.
+    /// (`None`: any). A pod naming another is refused. Read from
+    /// `restrictRuntimeClasses` and `allowedRuntimeClasses` together
+    /// ([`allowed_classes`]).
     pub allowed_runtime_classes: Option<Vec<String>>,
     /// Judge the pod's PersistentVolumeClaims (VolumeBinding, VolumeZone);
     /// needs read access to claims, volumes and storage classes.
     pub check_volumes: bool,
     /// Whether a node must report the RuntimeClass's runtime handler.
     pub runtime_handler_check: HandlerCheck,
+    /// Write the decision on every evaluated pod the policy admits, as the
+    /// annotation `kata-runtime-policy.kubewarden.io/decision`.
+    pub annotate_decision: bool,
 }
 
 pub const DEFAULT_RUNTIME_CLASS: &str = "kata";
@@ -120,7 +125,7 @@ pub const DEFAULT_HOST_SOCKET_PATHS: [&str; 6] = [
 pub const DEFAULT_HOST_DEVICE_RESOURCES: [&str; 3] =
     ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/*"];
 
-const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes, allowedRuntimeClasses, runtimeHandlerCheck";
+const KNOWN: &str = "runtimeClassName, kataNodeSelector, noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, policyServerServiceAccount, checkVolumes, restrictRuntimeClasses, allowedRuntimeClasses, runtimeHandlerCheck, annotateDecision";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -138,6 +143,7 @@ impl Default for Settings {
             check_volumes: true,
             allowed_runtime_classes: None,
             runtime_handler_check: HandlerCheck::Auto,
+            annotate_decision: false,
         }
     }
 }
@@ -165,6 +171,8 @@ impl Settings {
         let mut s = Settings::default();
         let mut skip_pods_using = None;
         let mut skip_host_namespaces = None;
+        let mut restrict_classes = None;
+        let mut listed_classes = None;
         for (key, value) in map {
             match key.as_str() {
                 "runtimeClassName" => s.runtime_class_name = string(key, value)?,
@@ -173,30 +181,24 @@ impl Settings {
                 "lookupFailure" => s.lookup_failure = Outcome::parse(key, value)?,
                 "incompatiblePod" => s.incompatible_pod = Outcome::parse(key, value)?,
                 "runtimeHandlerCheck" => s.runtime_handler_check = HandlerCheck::parse(key, value)?,
-                "skipHostNamespaces" => {
-                    skip_host_namespaces = Some(value.as_bool().ok_or_else(|| {
-                        format!("skipHostNamespaces must be true or false, got {value}")
-                    })?)
-                }
+                "skipHostNamespaces" => skip_host_namespaces = Some(boolean(key, value)?),
                 // null, like an absent key, keeps the default (Helm renders
                 // unset values as null); [] turns every check off.
                 "skipPodsUsing" if value.is_null() => {}
                 "skipPodsUsing" => skip_pods_using = Some(features(key, value)?),
                 "hostSocketPaths" if value.is_null() => {}
                 "hostSocketPaths" => s.host_socket_paths = socket_paths(key, value)?,
+                "restrictRuntimeClasses" => restrict_classes = Some(boolean(key, value)?),
                 "allowedRuntimeClasses" if value.is_null() => {}
-                "allowedRuntimeClasses" => s.allowed_runtime_classes = Some(strings(key, value)?),
+                "allowedRuntimeClasses" => listed_classes = Some(strings(key, value)?),
                 "hostDeviceResources" if value.is_null() => {}
                 "hostDeviceResources" => {
                     s.host_device_resources =
                         strings(key, value)?.into_iter().map(Cow::Owned).collect()
                 }
                 "ignoredResources" => s.ignored_resources = strings(key, value)?,
-                "checkVolumes" => {
-                    s.check_volumes = value
-                        .as_bool()
-                        .ok_or_else(|| format!("checkVolumes must be true or false, got {value}"))?
-                }
+                "checkVolumes" => s.check_volumes = boolean(key, value)?,
+                "annotateDecision" => s.annotate_decision = boolean(key, value)?,
                 "policyServerServiceAccount" => {
                     s.policy_server_service_account = string(key, value)?
                 }
@@ -204,6 +206,7 @@ impl Settings {
             }
         }
         s.skip_pods_using = skipped_features(skip_pods_using, skip_host_namespaces)?;
+        s.allowed_runtime_classes = allowed_classes(restrict_classes, listed_classes)?;
         Ok(s)
     }
 
@@ -313,6 +316,26 @@ fn skipped_features(
     }
 }
 
+/// Which classes a pod may name itself besides `runtimeClassName` (`None`:
+/// any), from `restrictRuntimeClasses` and `allowedRuntimeClasses` (null
+/// reads as absent). `restrictRuntimeClasses` says whether the restriction
+/// is on; absent, a list turns it on, the rule from before the setting
+/// existed, kept for the settings written then.
+fn allowed_classes(
+    restrict: Option<bool>,
+    listed: Option<Vec<String>>,
+) -> Result<Option<Vec<String>>, String> {
+    match (restrict, listed) {
+        (None, listed) => Ok(listed),
+        (Some(true), listed) => Ok(Some(listed.unwrap_or_default())),
+        (Some(false), Some(list)) if !list.is_empty() => Err(format!(
+            "restrictRuntimeClasses: false contradicts allowedRuntimeClasses {list:?}: \
+             set restrictRuntimeClasses: true, or remove the list"
+        )),
+        (Some(false), _) => Ok(None),
+    }
+}
+
 fn features(key: &str, value: &Value) -> Result<FeatureSet, String> {
     let names = strings(key, value)?;
     let mut set = Vec::new();
@@ -358,6 +381,12 @@ fn strings(key: &str, value: &Value) -> Result<Vec<String>, String> {
                 .ok_or_else(|| format!("{key} must be a list of strings, got the element {v}"))
         })
         .collect()
+}
+
+fn boolean(key: &str, value: &Value) -> Result<bool, String> {
+    value
+        .as_bool()
+        .ok_or_else(|| format!("{key} must be true or false, got {value}"))
 }
 
 fn string(key: &str, value: &Value) -> Result<String, String> {
@@ -538,6 +567,122 @@ mod tests {
         assert_eq!(
             read(json!({"allowedRuntimeClasses": ["gvisor", "kata-clh"]})),
             Some(vec!["gvisor".to_string(), "kata-clh".to_string()])
+        );
+    }
+
+    #[test]
+    fn annotate_decision_is_a_boolean_off_by_default() {
+        assert!(!Settings::default().annotate_decision);
+        let read = |v: Value| Settings::from_value(&v).map(|s| s.annotate_decision);
+        assert_eq!(read(json!({"annotateDecision": true})), Ok(true));
+        assert_eq!(read(json!({"annotateDecision": false})), Ok(false));
+        // Nothing else changes with it.
+        let on = Settings::from_value(&json!({"annotateDecision": true})).unwrap();
+        assert_eq!(
+            Settings {
+                annotate_decision: false,
+                ..on
+            },
+            Settings::default()
+        );
+        for (bad, shown) in [
+            (json!("yes"), "\"yes\""),
+            (json!("true"), "\"true\""),
+            (json!(1), "1"),
+            (json!(null), "null"),
+            (json!([true]), "[true]"),
+        ] {
+            assert_eq!(
+                read(json!({ "annotateDecision": bad })).unwrap_err(),
+                format!("annotateDecision must be true or false, got {shown}")
+            );
+        }
+    }
+
+    /// `restrictRuntimeClasses` with `allowedRuntimeClasses`: absent, the
+    /// list alone decides (the old rule); true restricts, to the list or,
+    /// without one, to `runtimeClassName` alone; false with no list is off.
+    #[test]
+    fn restrict_runtime_classes_with_or_without_a_list() {
+        let gvisor = || Some(vec!["gvisor".to_string()]);
+        for (settings, allowed) in [
+            (json!({}), None),
+            (json!({"allowedRuntimeClasses": null}), None),
+            (json!({"allowedRuntimeClasses": []}), Some(vec![])),
+            (json!({"allowedRuntimeClasses": ["gvisor"]}), gvisor()),
+            (json!({"restrictRuntimeClasses": true}), Some(vec![])),
+            (
+                json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": null}),
+                Some(vec![]),
+            ),
+            (
+                json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": []}),
+                Some(vec![]),
+            ),
+            (
+                json!({"allowedRuntimeClasses": ["gvisor"], "restrictRuntimeClasses": true}),
+                gvisor(),
+            ),
+            (json!({"restrictRuntimeClasses": false}), None),
+            (
+                json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": null}),
+                None,
+            ),
+            (
+                json!({"allowedRuntimeClasses": [], "restrictRuntimeClasses": false}),
+                None,
+            ),
+        ] {
+            let s = Settings::from_value(&settings).unwrap_or_else(|e| panic!("{settings}: {e}"));
+            assert_eq!(s.allowed_runtime_classes, allowed, "{settings}");
+        }
+        // The shipped defaults: off, as with no setting at all.
+        let shipped = json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": []});
+        assert_eq!(Settings::from_value(&shipped).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn restrict_runtime_classes_false_with_a_list_is_refused() {
+        let refused = |v: Value| Settings::from_value(&v).unwrap_err();
+        assert_eq!(
+            refused(json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": ["gvisor"]})),
+            "restrictRuntimeClasses: false contradicts allowedRuntimeClasses [\"gvisor\"]: \
+             set restrictRuntimeClasses: true, or remove the list"
+        );
+        // In either key order, with every listed class named.
+        assert_eq!(
+            refused(
+                json!({"allowedRuntimeClasses": ["gvisor", "kata-qemu-nvidia-gpu"], "restrictRuntimeClasses": false})
+            ),
+            "restrictRuntimeClasses: false contradicts allowedRuntimeClasses \
+             [\"gvisor\", \"kata-qemu-nvidia-gpu\"]: set restrictRuntimeClasses: true, or remove the list"
+        );
+        for (bad, shown) in [
+            (json!("false"), "\"false\""),
+            (json!(0), "0"),
+            (json!(null), "null"),
+        ] {
+            assert_eq!(
+                refused(json!({ "restrictRuntimeClasses": bad })),
+                format!("restrictRuntimeClasses must be true or false, got {shown}")
+            );
+        }
+        // The list's names are checked whatever the switch says.
+        assert!(
+            refused(json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": ["Runc"]}))
+                .starts_with("allowedRuntimeClasses: \"Runc\" is not a RuntimeClass name")
+        );
+    }
+
+    #[test]
+    fn an_unknown_setting_is_refused_with_every_known_one() {
+        assert_eq!(
+            Settings::from_value(&json!({"annotateDecisions": true})).unwrap_err(),
+            "unknown setting \"annotateDecisions\"; known settings: runtimeClassName, kataNodeSelector, \
+             noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, \
+             hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, \
+             policyServerServiceAccount, checkVolumes, restrictRuntimeClasses, allowedRuntimeClasses, \
+             runtimeHandlerCheck, annotateDecision"
         );
     }
 

@@ -7,11 +7,14 @@
 //! - adding a use of any feature Kata cannot run, while that feature is
 //!   enabled, never leaves the pod mutated (and names the feature);
 //! - a mutation is the request object plus `spec.runtimeClassName`, nothing
-//!   else, whatever unknown fields the object carries at any depth.
+//!   else, whatever unknown fields the object carries at any depth;
+//! - `annotateDecision` changes nothing but the decision annotation, and
+//!   `false` answers byte for byte what no setting does.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
+use kata_runtime_policy::annotation::{DECISION_ANNOTATION, MAX_VALUE_BYTES};
 use kata_runtime_policy::cluster::{
     Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
 };
@@ -635,6 +638,42 @@ fn unknown_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Settings the `annotateDecision` property runs under.
+const BASE_SETTINGS: [&str; 6] = [
+    "{}",
+    r#"{"noFeasibleNode":"reject"}"#,
+    r#"{"incompatiblePod":"reject","skipPodsUsing":["hostNamespaces","privileged","subPath"]}"#,
+    r#"{"restrictRuntimeClasses":true}"#,
+    r#"{"allowedRuntimeClasses":["runc"],"runtimeHandlerCheck":"off"}"#,
+    r#"{"skipPodsUsing":["hostNamespaces","privileged","seccomp","subPath","appArmor"]}"#,
+];
+
+/// `annotated` (an object the policy answered with) with the decision
+/// annotation taken out again, `metadata.annotations` as in `original`:
+/// what is left must be the object without the setting. Fails when the
+/// annotations differ in anything but the decision.
+fn without_the_annotation(annotated: &Value, original: &Value) -> Result<Value, TestCaseError> {
+    let mut out = annotated.clone();
+    let others = |v: &Value| {
+        let mut map = v.as_object().cloned().unwrap_or_default();
+        map.remove(DECISION_ANNOTATION);
+        map
+    };
+    let before = original["metadata"].get("annotations");
+    let after = &annotated["metadata"]["annotations"];
+    prop_assert_eq!(others(after), before.map(others).unwrap_or_default());
+    let metadata = out["metadata"].as_object_mut().unwrap();
+    match before {
+        Some(v) => {
+            metadata.insert("annotations".into(), v.clone());
+        }
+        None => {
+            metadata.remove("annotations");
+        }
+    }
+    Ok(out)
+}
+
 /// The ways a pod can use a feature Kata cannot run, each with the
 /// `skipPodsUsing` name that covers it.
 const FEATURE_USES: [(&str, &str); 26] = [
@@ -839,7 +878,7 @@ proptest! {
         let after = decide_with(&object, &nodes, json!({"skipPodsUsing": enabled}));
         let named = format!("(skipPodsUsing: {feature})");
         match &after {
-            Decision::Leave { explanation, warn: true } => {
+            Decision::Leave { explanation, warn: true, object: None } => {
                 prop_assert!(explanation.contains(&named), "{how}: {explanation}");
             }
             other => prop_assert!(false, "{how} on a pod that was {before:?}: {other:?}"),
@@ -883,7 +922,7 @@ proptest! {
         add_feature_use(&mut privileged, "privileged", which);
         let verdict = |d: Decision| match d {
             Decision::Mutate { explanation, warn, .. } => ("mutated", explanation, warn),
-            Decision::Leave { explanation, warn } => ("unchanged", explanation, warn),
+            Decision::Leave { explanation, warn, .. } => ("unchanged", explanation, warn),
             Decision::Reject { explanation, .. } => ("rejected", explanation, true),
         };
         prop_assert_eq!(verdict(decide(&object, &nodes)), verdict(decide(&privileged, &nodes)));
@@ -986,6 +1025,85 @@ proptest! {
         let after = decide_with(&pod(spec), &more, settings);
         if !matches!(before, Decision::Mutate { .. }) {
             prop_assert!(!matches!(after, Decision::Mutate { .. }), "{:?} then {:?}", before, after);
+        }
+    }
+
+    /// `annotateDecision: true` adds the decision annotation to what the
+    /// policy admits, and changes nothing else: not the verdict, the
+    /// message, the warning, the audit annotations or the class. `false`
+    /// is byte for byte no setting.
+    #[test]
+    fn annotate_decision_changes_nothing_but_the_annotation(
+        spec in pod_spec(), nodes in nodes(), in_meta in unknown_json(),
+        use_of in proptest::option::weighted(0.5, pick(&FEATURE_USES)),
+        which in any::<prop::sample::Index>(),
+        class in proptest::option::weighted(0.3, pick(&["kata", "runc", "gvisor", ""])),
+        mirror in proptest::bool::weighted(0.15),
+        preset in 0..5usize,
+        base in pick(&BASE_SETTINGS),
+    ) {
+        let mut object = pod(spec);
+        object["metadata"]["x-meta"] = in_meta;
+        if let Some((how, _)) = use_of {
+            add_feature_use(&mut object, how, which);
+        }
+        if let Some(class) = class {
+            object["spec"]["runtimeClassName"] = json!(class);
+        }
+        // Absent, null, empty, another, and a preset decision.
+        let presets = [Value::Null, json!({}), json!({"a": "b"}),
+            json!({DECISION_ANNOTATION: "mutated: preset", "z": ""})];
+        if let Some(preset) = preset.checked_sub(1) {
+            object["metadata"]["annotations"] = presets[preset].clone();
+        }
+        if mirror {
+            object["metadata"]["annotations"]["kubernetes.io/config.mirror"] = json!("x");
+        }
+        let base: Value = serde_json::from_str(base).unwrap();
+        let with = |on: bool| {
+            let mut settings = base.clone();
+            settings["annotateDecision"] = json!(on);
+            render(decide_with(&object, &nodes, settings))
+        };
+        let plain = render(decide_with(&object, &nodes, base.clone()));
+        let off = with(false);
+        prop_assert_eq!(String::from_utf8_lossy(&off), String::from_utf8_lossy(&plain));
+
+        let plain: Value = serde_json::from_slice(&plain).unwrap();
+        let on: Value = serde_json::from_slice(&with(true)).unwrap();
+        for field in ["accepted", "message", "code", "audit_annotations", "warnings"] {
+            prop_assert_eq!(&on[field], &plain[field], "{}", field);
+        }
+        let verdict = plain["audit_annotations"]["decision"].as_str().unwrap();
+        let judged = !mirror && class != Some("");
+        if verdict == "rejected" || !judged {
+            prop_assert_eq!(&on, &plain);
+            return Ok(());
+        }
+        // Request objects sent as text, read back as the API server does.
+        let original: Value = serde_json::from_str(&object.to_string()).unwrap();
+        let annotated = &on["mutated_object"];
+        prop_assert!(annotated.is_object(), "{verdict}: no object: {on}");
+        let value = annotated["metadata"]["annotations"][DECISION_ANNOTATION].as_str().unwrap();
+        prop_assert!(value.len() <= MAX_VALUE_BYTES);
+        prop_assert!(value.starts_with(&format!("{verdict}: ")), "{value}");
+        let reason = plain["audit_annotations"]["reason"].as_str().unwrap();
+        let reason = reason.strip_prefix("kata runtime not assigned: ").unwrap_or(reason);
+        let reason = reason.strip_suffix("; left unchanged").unwrap_or(reason);
+        let full = format!("{verdict}: {reason}");
+        if full.len() <= MAX_VALUE_BYTES {
+            prop_assert_eq!(value, full);
+        }
+        let rest = without_the_annotation(annotated, &original)?;
+        match verdict {
+            "mutated" => {
+                prop_assert_eq!(&rest["spec"]["runtimeClassName"], &json!("kata"));
+                prop_assert_eq!(&rest, &plain["mutated_object"]);
+            }
+            _ => {
+                prop_assert_eq!(&plain["mutated_object"], &Value::Null);
+                prop_assert_eq!(&rest, &original);
+            }
         }
     }
 

@@ -3,7 +3,8 @@
 #![no_main]
 
 use fuzz_support::{
-    FakeCluster, check_response, serde_json_reads, strict_json, strip_runtime_class,
+    FakeCluster, check_response, serde_json_reads, strict_json, strip_decision_annotation,
+    strip_runtime_class,
 };
 use kata_runtime_policy::decision::{Decision, decide_payload};
 use kata_runtime_policy::response::render;
@@ -28,6 +29,10 @@ fuzz_target!(|data: &[u8]| {
                 "mutation did not set the class: {object}"
             );
             assert!(
+                strip_decision_annotation(&mut mutated, &original),
+                "the decision annotation changed other annotations: {object}"
+            );
+            assert!(
                 strip_runtime_class(&mut mutated),
                 "mutated spec is not an object"
             );
@@ -39,6 +44,35 @@ fuzz_target!(|data: &[u8]| {
                 mutated, original,
                 "the mutation changed more than spec.runtimeClassName"
             );
+        }
+    }
+
+    // annotateDecision on an unchanged pod: the request's object plus the
+    // annotation, nothing else.
+    if let Decision::Leave {
+        object: Some(object),
+        ..
+    } = &decision
+    {
+        let mut annotated: serde_json::Value = match serde_json::from_str(object) {
+            Ok(v) => v,
+            Err(_) if !serde_json_reads(data) => return,
+            Err(e) => panic!("annotated object is not JSON ({e}): {object}"),
+        };
+        if let Some(original) = strict_json(data)
+            .and_then(|mut p| p.get_mut("request")?.get_mut("object").map(|o| o.take()))
+        {
+            assert!(
+                annotated["metadata"]["annotations"]
+                    [kata_runtime_policy::annotation::DECISION_ANNOTATION]
+                    .is_string(),
+                "an unchanged pod with an object but no annotation: {object}"
+            );
+            assert!(
+                strip_decision_annotation(&mut annotated, &original),
+                "the decision annotation changed other annotations: {object}"
+            );
+            assert_eq!(annotated, original, "an unchanged pod was changed");
         }
     }
 

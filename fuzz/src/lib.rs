@@ -209,6 +209,58 @@ pub fn strip_runtime_class(v: &mut Value) -> bool {
     }
 }
 
+/// Takes the decision annotation (`annotateDecision`) out of `mutated`
+/// again, with `metadata.annotations` and `metadata` put back as they are in
+/// `original` (absent, null or an object). `false` when `mutated` differs
+/// from `original` there in more than that one key. Without the annotation
+/// `mutated` is left as it is.
+pub fn strip_decision_annotation(mutated: &mut Value, original: &Value) -> bool {
+    let key = kata_runtime_policy::annotation::DECISION_ANNOTATION;
+    let Some(meta) = mutated.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return true;
+    };
+    let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) else {
+        return true;
+    };
+    if annotations.remove(key).is_none() {
+        return true;
+    }
+    let left = std::mem::take(annotations);
+    let original_meta = original.get("metadata").filter(|m| !m.is_null());
+    let original_annotations = original_meta.and_then(|m| m.get("annotations"));
+    let mut original_left = original_annotations
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    original_left.remove(key);
+    if left != original_left {
+        return false;
+    }
+    match original_annotations {
+        Some(a) => {
+            meta.insert("annotations".into(), a.clone());
+        }
+        None => {
+            meta.remove("annotations");
+        }
+    }
+    if original_meta.is_none() {
+        // metadata was created (or replaced a null) for the annotation alone.
+        if !meta.is_empty() {
+            return false;
+        }
+        match original.get("metadata") {
+            Some(null) => mutated["metadata"] = null.clone(),
+            None => {
+                if let Some(top) = mutated.as_object_mut() {
+                    top.remove("metadata");
+                }
+            }
+        }
+    }
+    true
+}
+
 /// Splits a two-part input at its first NUL byte (never valid in JSON, so
 /// both halves stay plain JSON text and mutations rarely move the split).
 /// Without a NUL the whole input is the first part and the second is empty.

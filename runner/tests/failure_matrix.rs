@@ -182,6 +182,49 @@ fn every_host_failure_has_its_documented_outcome() {
     }
 }
 
+/// With `annotateDecision`, every host failure has the same outcome; an
+/// admitted pod carries the reason without its "kata runtime not
+/// assigned: " start, in one line, a refused one no patch.
+#[test]
+fn every_host_failure_is_annotated_only_when_admitted() {
+    let p = policy();
+    for (file, settings, allowed, reason) in MATRIX {
+        let mut settings: Value = serde_json::from_str(settings).unwrap();
+        settings["annotateDecision"] = json!(true);
+        let verdict = p
+            .validate(&request("pod-plain.json"), &settings, session(file))
+            .unwrap_or_else(|e| panic!("{file} {settings}: the guest failed: {e:#}"));
+        let context = format!("{file} {settings}: {verdict}");
+        assert_eq!(verdict["accepted"], *allowed, "{context}");
+        let value = &verdict["mutated_object"]["metadata"]["annotations"]["kata-runtime-policy.kubewarden.io/decision"];
+        if !allowed {
+            assert_eq!(verdict["mutated_object"], Value::Null, "{context}");
+            continue;
+        }
+        let value = value.as_str().unwrap_or_else(|| panic!("{context}"));
+        let audit = verdict["audit_annotations"]["reason"].as_str().unwrap();
+        assert!(
+            value.starts_with("unchanged: ") && value.contains(reason),
+            "{context}"
+        );
+        assert!(!value.contains('\n') && value.len() <= 512, "{context}");
+        if audit.len() < 500 {
+            assert_eq!(
+                value,
+                format!(
+                    "unchanged: {}",
+                    audit.strip_prefix("kata runtime not assigned: ").unwrap()
+                ),
+                "{context}"
+            );
+        }
+        assert_eq!(
+            verdict["mutated_object"]["spec"].get("runtimeClassName"),
+            None
+        );
+    }
+}
+
 /// policy-server may not read the pod's claim: `lookupFailure`, and the
 /// warning (cut to 255 bytes) still names the setting that turns the check
 /// off and the permission.

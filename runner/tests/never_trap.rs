@@ -85,8 +85,14 @@ fn validate_never_traps() {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .flat_map(|path| {
             let req = request(path.file_name().unwrap().to_str().unwrap());
-            // The defaults, and the Kata-mandatory settings (refusals).
-            [json!({}), kata_mandatory()].map(|settings| {
+            // The defaults, the Kata-mandatory settings (refusals), and
+            // the decision annotation (a patch on every admitted pod).
+            [
+                json!({}),
+                kata_mandatory(),
+                json!({"annotateDecision": true}),
+            ]
+            .map(|settings| {
                 serde_json::to_vec(&json!({"request": req, "settings": settings})).unwrap()
             })
         })
@@ -118,6 +124,9 @@ fn validate_settings_never_traps() {
         br#"{"kataNodeSelector":"a in (b, c), !d, e>5","noFeasibleNode":"reject"}"#.to_vec(),
         kata_mandatory().to_string().into_bytes(),
         br#"{"incompatiblePod":"Reject"}"#.to_vec(),
+        br#"{"annotateDecision":true,"restrictRuntimeClasses":true,"allowedRuntimeClasses":["gvisor"]}"#
+            .to_vec(),
+        br#"{"restrictRuntimeClasses":false,"allowedRuntimeClasses":["gvisor"]}"#.to_vec(),
         b"null".to_vec(),
     ];
     let mut rng = Rng(0xdead_beef);

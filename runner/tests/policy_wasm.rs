@@ -1046,3 +1046,360 @@ fn incompatible_pod_accept_is_byte_for_byte_no_setting() {
         assert!(!refused.contains(file), "reject changed {file}");
     }
 }
+
+// ------------------------------------------------------------ annotateDecision
+
+const DECISION: &str = "kata-runtime-policy.kubewarden.io/decision";
+const PINNED_UNCHANGED: &str = "unchanged: 0/2 kata nodes can run this pod: \
+    2 node(s) didn't match Pod's node affinity/selector";
+
+fn annotate() -> Value {
+    json!({"annotateDecision": true})
+}
+
+/// `settings` with `annotateDecision: true` added.
+fn annotating(settings: &Value) -> Value {
+    let mut on = settings.clone();
+    on["annotateDecision"] = json!(true);
+    on
+}
+
+/// The JSONPatch of an admitted pod that had no annotations: the decision
+/// annotation, then the class when there is one.
+fn assert_annotated(r: &AdmissionResponse, value: &str, class: Option<&str>) {
+    assert!(r.allowed, "{r:?}");
+    assert_eq!(r.patch_type.as_deref(), Some("JSONPatch"), "{r:?}");
+    let mut ops =
+        vec![json!({"op": "add", "path": "/metadata/annotations", "value": {DECISION: value}})];
+    if let Some(class) = class {
+        ops.push(json!({"op": "add", "path": "/spec/runtimeClassName", "value": class}));
+    }
+    assert_eq!(r.patch_operations().unwrap(), Some(Value::Array(ops)));
+}
+
+#[test]
+fn annotate_decision_and_restrict_runtime_classes_settings() {
+    let p = policy();
+    for ok in [
+        json!({"annotateDecision": true}),
+        json!({"annotateDecision": false}),
+        json!({"restrictRuntimeClasses": true}),
+        json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": []}),
+        json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": ["kata-qemu-nvidia-gpu"]}),
+        guide_recipe(),
+    ] {
+        let v = p.validate_settings(ok.to_string().as_bytes()).unwrap();
+        assert_eq!(v, json!({"valid": true, "message": null}), "{ok}");
+    }
+    for (bad, message) in [
+        (
+            json!({"annotateDecision": "yes"}),
+            r#"annotateDecision must be true or false, got "yes""#,
+        ),
+        (
+            json!({"annotateDecision": null}),
+            "annotateDecision must be true or false, got null",
+        ),
+        (
+            json!({"restrictRuntimeClasses": "true"}),
+            r#"restrictRuntimeClasses must be true or false, got "true""#,
+        ),
+        (
+            json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": ["gvisor"]}),
+            r#"restrictRuntimeClasses: false contradicts allowedRuntimeClasses ["gvisor"]: set restrictRuntimeClasses: true, or remove the list"#,
+        ),
+    ] {
+        let v = p.validate_settings(bad.to_string().as_bytes()).unwrap();
+        assert_eq!(v, json!({"valid": false, "message": message}), "{bad}");
+    }
+}
+
+#[test]
+fn annotate_decision_writes_the_decision_on_admitted_pods() {
+    let p = policy();
+    let plain = run(&p, "pod-plain.json", "kata-workers.yml", annotate());
+    assert_annotated(&plain, &format!("mutated: {ASSIGNED}"), Some("kata"));
+    assert_eq!(plain.warnings, None);
+    assert_eq!(
+        plain.audit_annotations.as_ref().unwrap()["decision"],
+        "mutated"
+    );
+    assert_session_used_up(&p, "plain");
+
+    // The pod that started it all: a patch with only the annotation, and
+    // still its warning and its audit verdict.
+    let pinned = run(&p, "pod-master-pinned.json", "kata-workers.yml", annotate());
+    assert_annotated(&pinned, PINNED_UNCHANGED, None);
+    assert_explained(
+        &pinned,
+        "unchanged",
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector",
+    );
+
+    let gvisor = run(&p, "pod-runtime-class.json", "kata-workers.yml", annotate());
+    assert_annotated(
+        &gvisor,
+        "unchanged: pod already sets runtimeClassName \"gvisor\"",
+        None,
+    );
+    assert_eq!(
+        warning(&gvisor),
+        "pod already sets runtimeClassName \"gvisor\"; left unchanged"
+    );
+
+    let agent = run(&p, "pod-docker-agent.json", "kata-workers.yml", annotate());
+    assert_annotated(
+        &agent,
+        "unchanged: container \"agent\" mounts host socket /var/run/docker.sock (hostPath volume \
+         \"docker\"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)",
+        None,
+    );
+    assert_eq!(
+        p.take_session().remaining(),
+        KATA_WORKERS_EXCHANGES,
+        "the agent: the cluster was asked"
+    );
+}
+
+/// A Deployment's pod as the ReplicaSet controller sends it: generateName,
+/// an owner, the template-hash label, the defaults the API server filled in.
+#[test]
+fn a_deployment_pod_carries_the_decision() {
+    let p = policy();
+    let r = run(
+        &p,
+        "pod-deployment-replica.json",
+        "kata-workers.yml",
+        annotate(),
+    );
+    assert_annotated(&r, &format!("mutated: {ASSIGNED}"), Some("kata"));
+    // The same pod pinned to the master: unchanged, and says why.
+    let mut pinned = request("pod-deployment-replica.json");
+    pinned["object"]["spec"]["nodeSelector"] = json!({"node-role.kubernetes.io/master": ""});
+    let r = p.evaluate(&pinned, &annotate(), session("kata-workers.yml"));
+    assert_annotated(&r, PINNED_UNCHANGED, None);
+    assert!(
+        warning(&r).starts_with("kata runtime not assigned: 0/2"),
+        "{r:?}"
+    );
+    // Every field of the object is passed through: the answer is the
+    // request's object plus the two members.
+    let raw = p
+        .validate(
+            &request("pod-deployment-replica.json"),
+            &annotate(),
+            session("kata-workers.yml"),
+        )
+        .unwrap();
+    let mut expected = request("pod-deployment-replica.json")["object"].clone();
+    expected["spec"]["runtimeClassName"] = json!("kata");
+    expected["metadata"]["annotations"] = json!({DECISION: format!("mutated: {ASSIGNED}")});
+    assert_eq!(raw["mutated_object"], expected);
+}
+
+/// A decision already on the pod is replaced; other annotations stay.
+#[test]
+fn a_preset_decision_is_replaced() {
+    let p = policy();
+    let mut req = request("pod-master-pinned.json");
+    req["object"]["metadata"]["annotations"] = json!({"team": "a", DECISION: "mutated: trust me"});
+    let r = p.evaluate(&req, &annotate(), session("kata-workers.yml"));
+    assert_eq!(
+        r.patch_operations().unwrap(),
+        Some(json!([{"op": "replace",
+            "path": "/metadata/annotations/kata-runtime-policy.kubewarden.io~1decision",
+            "value": PINNED_UNCHANGED}]))
+    );
+}
+
+/// Refusals, requests that are not evaluated, mirror pods and
+/// `runtimeClassName: ""` are answered as without the setting.
+#[test]
+fn no_annotation_on_refusals_mirror_pods_and_what_is_not_evaluated() {
+    let p = policy();
+    for (file, settings, session_file) in [
+        (
+            "pod-master-pinned.json",
+            json!({"noFeasibleNode": "reject"}),
+            "kata-workers.yml",
+        ),
+        ("pod-runc.json", json!({"restrictRuntimeClasses": true}), ""),
+        ("pod-runc.json", kata_mandatory(), ""),
+        (
+            "pod-docker-agent.json",
+            json!({"incompatiblePod": "reject"}),
+            "",
+        ),
+        ("pod-mirror.json", json!({}), ""),
+        ("pod-mirror.json", kata_mandatory(), ""),
+        ("pod-empty-class.json", json!({}), ""),
+        (
+            "pod-empty-class.json",
+            json!({"restrictRuntimeClasses": true}),
+            "",
+        ),
+        ("deployment.json", json!({}), ""),
+        ("pod-malformed.json", json!({}), ""),
+    ] {
+        let req = request(file);
+        let before = raw_validate(&p, &req, &settings, session_file);
+        let after = raw_validate(&p, &req, &annotating(&settings), session_file);
+        assert_eq!(
+            String::from_utf8_lossy(&after.0),
+            String::from_utf8_lossy(&before.0),
+            "{file} {settings}"
+        );
+        assert_eq!(after.1, before.1, "{file}: other host calls");
+        let verdict: Value = serde_json::from_slice(&after.0).unwrap();
+        assert_eq!(verdict["mutated_object"], Value::Null, "{file} {settings}");
+    }
+}
+
+/// Every fixture: `false` is byte for byte no setting; `true` changes
+/// neither the verdict, the message, the warning, the audit annotations
+/// nor the host calls, and its object is the one without the setting (or
+/// the request's) plus the annotation.
+#[test]
+fn annotate_decision_changes_nothing_but_the_annotation_on_every_fixture() {
+    let p = policy();
+    let mut files: Vec<String> = std::fs::read_dir(root().join("test_data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    files.sort();
+    let mut annotated = 0;
+    for file in &files {
+        let req = request(file);
+        for base in [json!({}), kata_mandatory(), guide_recipe_without_account()] {
+            for session_file in ["kata-workers.yml", ""] {
+                let case = format!("{file}, settings {base}, session {session_file:?}");
+                let plain = raw_validate(&p, &req, &base, session_file);
+                let mut off = base.clone();
+                off["annotateDecision"] = json!(false);
+                let off = raw_validate(&p, &req, &off, session_file);
+                assert_eq!(
+                    String::from_utf8_lossy(&off.0),
+                    String::from_utf8_lossy(&plain.0),
+                    "{case}"
+                );
+                let on = raw_validate(&p, &req, &annotating(&base), session_file);
+                assert_eq!(on.1, plain.1, "{case}: other host calls");
+                let plain: Value = serde_json::from_slice(&plain.0).unwrap();
+                let on: Value = serde_json::from_slice(&on.0).unwrap();
+                for field in [
+                    "accepted",
+                    "message",
+                    "code",
+                    "audit_annotations",
+                    "warnings",
+                ] {
+                    assert_eq!(on[field], plain[field], "{case}: {field}");
+                }
+                let Some(value) =
+                    on["mutated_object"]["metadata"]["annotations"][DECISION].as_str()
+                else {
+                    assert_eq!(on, plain, "{case}");
+                    continue;
+                };
+                annotated += 1;
+                let verdict = plain["audit_annotations"]["decision"].as_str().unwrap();
+                assert!(
+                    value.starts_with(&format!("{verdict}: ")),
+                    "{case}: {value}"
+                );
+                assert!(value.len() <= 512, "{case}");
+                let mut rest = on["mutated_object"].clone();
+                let annotations = rest["metadata"].as_object_mut().unwrap();
+                match req["object"]["metadata"].get("annotations") {
+                    Some(original) => {
+                        annotations.insert("annotations".into(), original.clone());
+                    }
+                    None => {
+                        annotations.remove("annotations");
+                    }
+                }
+                let without = match verdict {
+                    "mutated" => plain["mutated_object"].clone(),
+                    _ => req["object"].clone(),
+                };
+                assert_eq!(rest, without, "{case}");
+            }
+        }
+    }
+    assert!(annotated >= 20, "only {annotated} annotated answers");
+}
+
+/// The strict recipe of the operator guide (the Kata-mandatory example's
+/// settings).
+fn guide_recipe() -> Value {
+    json!({
+        "runtimeClassName": "kata",
+        "kataNodeSelector": "katacontainers.io/kata-runtime=true",
+        "policyServerServiceAccount": "system:serviceaccount:kubewarden:kata-runtime-policy",
+        "incompatiblePod": "reject",
+        "noFeasibleNode": "reject",
+        "lookupFailure": "reject",
+        "restrictRuntimeClasses": true,
+        "allowedRuntimeClasses": [],
+        "runtimeHandlerCheck": "auto",
+        "annotateDecision": true
+    })
+}
+
+/// The recipe without its service account and annotation: the recorded
+/// sessions ask `can_i` for the default one.
+fn guide_recipe_without_account() -> Value {
+    let mut s = guide_recipe();
+    let map = s.as_object_mut().unwrap();
+    map.remove("policyServerServiceAccount");
+    map.remove("annotateDecision");
+    s
+}
+
+/// The guide's recipe decides as the older Kata-mandatory settings
+/// (`allowedRuntimeClasses: []` without `restrictRuntimeClasses`) do, and
+/// writes the decision on the pods it admits.
+#[test]
+fn the_guide_recipe_is_kata_mandatory_with_the_decision_on_the_pod() {
+    let p = policy();
+    let recipe = annotating(&guide_recipe_without_account());
+    let plain = run(&p, "pod-plain.json", "kata-workers.yml", recipe.clone());
+    assert_annotated(&plain, &format!("mutated: {ASSIGNED}"), Some("kata"));
+    assert_session_used_up(&p, "plain");
+    let pinned = run(
+        &p,
+        "pod-master-pinned.json",
+        "kata-workers.yml",
+        recipe.clone(),
+    );
+    assert_refused(
+        &pinned,
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+         2 node(s) didn't match Pod's node affinity/selector",
+    );
+    let runc = p.evaluate(
+        &request("pod-runc.json"),
+        &recipe,
+        Session::from_exchanges([]),
+    );
+    assert_refused(
+        &runc,
+        "runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata)",
+    );
+    let agent = p.evaluate(
+        &request("pod-docker-agent.json"),
+        &recipe,
+        Session::from_exchanges([]),
+    );
+    assert_refused(&agent, &format!("{REQUIRED}{DOCKER_SOCKET}"));
+    let mut kata = request("pod-runtime-class.json");
+    kata["object"]["spec"]["runtimeClassName"] = json!("kata");
+    let kata = p.evaluate(&kata, &recipe, Session::from_exchanges([]));
+    assert_annotated(
+        &kata,
+        "unchanged: pod already sets runtimeClassName \"kata\"",
+        None,
+    );
+    assert_eq!(kata.warnings, None);
+}

@@ -216,6 +216,7 @@ fn leave_text(d: &Decision) -> &str {
         Decision::Leave {
             explanation,
             warn: true,
+            object: None,
         } => explanation,
         other => panic!("expected an unchanged pod with a warning, got {other:?}"),
     }
@@ -335,7 +336,11 @@ fn skips_are_decided_before_asking_the_cluster() {
     for (payload, want, want_warn) in cases {
         let cluster = seed_cluster();
         match decide_payload(&payload, &cluster) {
-            Decision::Leave { explanation, warn } => {
+            Decision::Leave {
+                explanation,
+                warn,
+                object: None,
+            } => {
                 assert!(explanation.contains(want), "{explanation:?} lacks {want:?}");
                 assert_eq!(warn, want_warn, "{explanation}");
             }
@@ -432,6 +437,72 @@ fn allowed_runtime_classes() {
             "{d:?}"
         );
     }
+}
+
+/// `restrictRuntimeClasses` through the decision: true restricts (to
+/// `runtimeClassName` alone without a list), false with no list does not.
+#[test]
+fn restrict_runtime_classes() {
+    let decide_with = |class: &str, settings: Value| {
+        decide_payload(
+            &with_settings(
+                json!({"containers": containers(), "runtimeClassName": class}),
+                settings,
+            ),
+            &seed_cluster(),
+        )
+    };
+    let refused = |class: &str, settings: Value| match decide_with(class, settings) {
+        Decision::Reject { explanation, code } => {
+            assert_eq!(code, None);
+            explanation
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    };
+    for on in [
+        json!({"restrictRuntimeClasses": true}),
+        json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": null}),
+        json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": []}),
+    ] {
+        assert_eq!(
+            refused("runc", on.clone()),
+            "runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata)"
+        );
+        assert!(matches!(
+            decide_with("kata", on),
+            Decision::Leave { warn: false, .. }
+        ));
+    }
+    let listed = json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": ["gvisor"]});
+    assert_eq!(
+        refused("runc", listed.clone()),
+        "runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata, gvisor)"
+    );
+    assert!(leave_text(&decide_with("gvisor", listed)).contains("already sets"));
+    for off in [
+        json!({"restrictRuntimeClasses": false}),
+        json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": []}),
+        json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": null}),
+    ] {
+        assert_eq!(
+            leave_text(&decide_with("runc", off)),
+            "pod already sets runtimeClassName \"runc\"; left unchanged"
+        );
+    }
+    // The contradiction never reaches a decision: the settings are refused.
+    let d = decide_with(
+        "runc",
+        json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": ["gvisor"]}),
+    );
+    assert_eq!(
+        d,
+        Decision::Reject {
+            explanation: "invalid policy settings: restrictRuntimeClasses: false contradicts \
+                allowedRuntimeClasses [\"gvisor\"]: set restrictRuntimeClasses: true, or remove the list"
+                .into(),
+            code: Some(400),
+        }
+    );
 }
 
 /// A pod Kata cannot run is left unchanged before any host call, whatever
@@ -1453,3 +1524,5 @@ fn a_refused_volume_read_names_the_permission_and_the_setting() {
 mod handlers;
 
 mod incompatible;
+
+mod annotate;
