@@ -622,7 +622,7 @@ refused_with() {
   [ "$status" -eq 0 ]
   allowed true
   no_patch
-  [ "$(jq -r '.auditAnnotations.reason' <<<"$response")" = "kata runtime not assigned: cannot list kata nodes (forbidden: system:serviceaccount:kubewarden:policy-server may not list, watch nodes; grant policy-server get/list/watch on nodes and runtimeclasses.node.k8s.io, and list both in contextAwareResources)" ]
+  [ "$(jq -r '.auditAnnotations.reason' <<<"$response")" = "kata runtime not assigned: cannot list kata nodes (forbidden: system:serviceaccount:kubewarden:policy-server may not list, watch nodes; grant policy-server get/list/watch on nodes and get on runtimeclasses.node.k8s.io, and list both in contextAwareResources)" ]
   kwctl_run pod-plain.json nodes-access-denied.yml '{"lookupFailure":"reject"}'
   allowed false
 }

@@ -4,7 +4,7 @@
 //! It runs before any host call. A pod that uses an enabled feature is left
 //! on the default runtime: scheduling it onto a Kata node would give a pod
 //! that never starts, or one that starts broken. The sources of every rule
-//! are in the README ("What Kata cannot run").
+//! are in docs/kata-compatibility.md.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -438,7 +438,7 @@ fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Dec
     Err(Decision::not_assigned(
         settings.lookup_failure,
         format!(
-            "cannot list kata nodes (forbidden: {} may not {} nodes; grant policy-server get/list/watch on nodes and runtimeclasses.node.k8s.io, \
+            "cannot list kata nodes (forbidden: {} may not {} nodes; grant policy-server get/list/watch on nodes and get on runtimeclasses.node.k8s.io, \
              and list both in contextAwareResources)",
             subject.user,
             denied.join(", ")
@@ -451,7 +451,7 @@ fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {
     // 255-byte cut of the warning.
     let hint = match e.kind {
         LookupErrorKind::Forbidden => {
-            " (forbidden: grant policy-server get/list/watch on nodes and runtimeclasses.node.k8s.io, \
+            " (forbidden: grant policy-server get/list/watch on nodes and get on runtimeclasses.node.k8s.io, \
              and list both in contextAwareResources)"
         }
         LookupErrorKind::NotFound | LookupErrorKind::Failed => "",

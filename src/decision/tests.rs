@@ -1278,7 +1278,7 @@ fn a_denied_list_or_watch_fails_fast_without_listing() {
             leave_text(&d),
             format!(
                 "kata runtime not assigned: cannot list kata nodes (forbidden: system:serviceaccount:kubewarden:policy-server \
-                 may not {verbs} nodes; grant policy-server get/list/watch on nodes and runtimeclasses.node.k8s.io, \
+                 may not {verbs} nodes; grant policy-server get/list/watch on nodes and get on runtimeclasses.node.k8s.io, \
                  and list both in contextAwareResources)"
             )
         );

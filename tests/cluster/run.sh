@@ -128,7 +128,7 @@ else
   # What `kwctl scaffold manifest` writes from the annotated module
   # (`make annotated-policy.wasm` is the same annotation) with the settings
   # of policy-settings.json, without and with the contextAwareResources the
-  # metadata asks for (README, "Deploy the policy"). Accepted, and the
+  # metadata asks for (README, "Install", step 4). Accepted, and the
   # settings stored as policy-settings.json has them.
   for extra in "" --allow-context-aware; do
     what="kwctl scaffold manifest --type ClusterAdmissionPolicy${extra:+ $extra} --settings-path policy-settings.json"
