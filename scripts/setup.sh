@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the build and tests need on a fresh Debian machine:
 # the wasm32-wasip1 Rust target, rustfmt/clippy, bats, jq, wasm-opt, and
-# openssl, curl and xz for the real-cluster suite.
+# openssl, curl, xz and column for the real-cluster suite.
 set -euo pipefail
 
 rustup target add wasm32-wasip1
 rustup component add rustfmt clippy
 
 missing=()
-for tool in bats:bats jq:jq wasm-opt:binaryen openssl:openssl curl:curl xz:xz-utils; do
+for tool in bats:bats jq:jq wasm-opt:binaryen openssl:openssl curl:curl xz:xz-utils column:bsdextrautils; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

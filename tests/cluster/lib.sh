@@ -170,15 +170,18 @@ start_control_plane() {
   kubeconfig "$D/scheduler.kubeconfig" system:kube-scheduler "$(client_cert scheduler)"
   : >"$D/pids"
   start_etcd
-  # Audit log of pod creations: where the policy's audit annotations land.
+  # Audit log of every request on pods and their subresources, as an
+  # operator's audit policy at level Metadata has it: the policy's audit
+  # annotations land on the pod's creation, among its reads, the
+  # scheduler's binding and status updates (audit_of and README.md's query
+  # pick the creation).
   cat >"$D/audit-policy.yaml" <<EOF
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
   - level: Metadata
-    resources: [{group: "", resources: [pods]}]
-    verbs: [create]
+    resources: [{group: "", resources: [pods, pods/*]}]
   - level: None
 EOF
   start_bg kube-apiserver "$KUBE_APISERVER" \
@@ -438,4 +441,183 @@ drop_policy() {
   [[ -z $CRDS ]] || k delete clusteradmissionpolicy "$(jq -r .metadata.name <<<"$CAP")" >/dev/null
   rm -f "$D/served/clusterwide-$(jq -r .metadata.name <<<"$CAP").json"
   write_policies_yml
+}
+
+# ---------------------------------------------------------------- README.md
+# The operator guide's commands, taken from README.md itself: the suite runs
+# what the README says, so a README change that breaks a command fails the
+# suite. readme_cmd picks one command of a ```console block, readme_inline
+# one `code span`; each dies, naming what it looked for, when README.md no
+# longer has it (or has it twice, different). readme_sh runs it as an
+# operator's shell would, with this cluster's kubectl first on PATH.
+
+README_CMDS=()
+README_SHOWN=()
+
+# readme_complete TEXT: TEXT is whole shell commands (no open quote, no
+# unterminated here-document, no trailing backslash).
+readme_complete() {
+  local err
+  [[ $1 != *\\ ]] || return 1
+  err=$(bash -n <<<"$1" 2>&1) && [[ -z $err ]]
+}
+
+# readme_block_commands LINE...: the commands of one ```console block into
+# README_CMDS, each with the output README.md shows for it in README_SHOWN
+# (its lines, each ending in a newline; empty when none is shown). In a block
+# whose commands have the "$ " prompt, a command's shown output is the lines
+# up to the next prompt; in a block without prompts every line belongs to a
+# command. A command goes on over lines until it is whole (a trailing
+# backslash, an open quote, a here-document).
+readme_block_commands() {
+  local -a l=("$@")
+  local n=$# i=0 prompt=0 cmd shown x
+  for x in "${l[@]}"; do [[ $x != '$ '* ]] || prompt=1; done
+  while ((i < n)); do
+    if ((prompt)); then
+      [[ ${l[i]} == '$ '* ]] || { i=$((i + 1)); continue; }
+      cmd=${l[i]#'$ '}
+    else
+      [[ -n ${l[i]//[[:space:]]/} ]] || { i=$((i + 1)); continue; }
+      cmd=${l[i]}
+    fi
+    i=$((i + 1))
+    while ! readme_complete "$cmd" && ((i < n)); do
+      cmd+=$'\n'${l[i]}
+      i=$((i + 1))
+    done
+    shown=""
+    while ((prompt && i < n)) && [[ ${l[i]} != '$ '* ]]; do
+      shown+=${l[i]}$'\n'
+      i=$((i + 1))
+    done
+    README_CMDS+=("$cmd")
+    README_SHOWN+=("$shown")
+  done
+}
+
+# readme_parse: every command of README.md's ```console blocks (indented
+# ones, in lists, included). A bare ``` block that follows a console block
+# without prompts, with nothing but blank lines between, is the shown output
+# of that block's last command.
+readme_parse() {
+  ((${#README_CMDS[@]} == 0)) || return 0
+  local -a lines block
+  local n i=0 indent lang follow=0 last
+  mapfile -t lines <"$ROOT/README.md"
+  n=${#lines[@]}
+  while ((i < n)); do
+    if [[ ${lines[i]} =~ ^([[:space:]]*)\`\`\`([A-Za-z]*)[[:space:]]*$ ]]; then
+      indent=${BASH_REMATCH[1]}
+      lang=${BASH_REMATCH[2]}
+      block=()
+      i=$((i + 1))
+      while ((i < n)) && ! [[ ${lines[i]} =~ ^[[:space:]]*\`\`\`[[:space:]]*$ ]]; do
+        block+=("${lines[i]#"$indent"}")
+        i=$((i + 1))
+      done
+      i=$((i + 1))
+      if [[ $lang == console ]]; then
+        readme_block_commands "${block[@]}"
+        last=$((${#README_CMDS[@]} - 1))
+        follow=1
+        [[ -z ${README_SHOWN[last]} ]] || follow=0
+      else
+        if [[ -z $lang ]] && ((follow && ${#block[@]} > 0)); then
+          README_SHOWN[last]=$(printf '%s\n' "${block[@]}")$'\n'
+        fi
+        follow=0
+      fi
+      continue
+    fi
+    [[ -z ${lines[i]//[[:space:]]/} ]] || follow=0
+    i=$((i + 1))
+  done
+  ((${#README_CMDS[@]} > 0)) || die "README.md: no command in a \`\`\`console block"
+}
+
+# readme_cmd FIRST [CONTAINING]: the command of a ```console block whose
+# first line is FIRST (else, starts with FIRST) and that contains
+# CONTAINING, in CMD, its shown output in SHOWN. The same command in two
+# places counts once; two different ones, or none, end the suite.
+readme_cmd() {
+  local i first exact=() prefix=() pick distinct
+  readme_parse
+  for i in "${!README_CMDS[@]}"; do
+    [[ -z ${2:-} || ${README_CMDS[i]} == *"$2"* ]] || continue
+    first=${README_CMDS[i]%%$'\n'*}
+    [[ $first != "$1" ]] || exact+=("$i")
+    [[ $first != "$1"* ]] || prefix+=("$i")
+  done
+  pick=("${exact[@]}")
+  ((${#pick[@]} > 0)) || pick=("${prefix[@]}")
+  distinct=$(for i in "${pick[@]}"; do printf '%s\0' "${README_CMDS[i]}"; done | sort -zu | tr -cd '\0' | wc -c)
+  ((distinct == 1)) ||
+    die "README.md: $distinct different commands of its \`\`\`console blocks start with '$1'${2:+ and contain '$2'}; the suite runs exactly one"
+  CMD=${README_CMDS[pick[0]]}
+  SHOWN=${README_SHOWN[pick[0]]}
+}
+
+# readme_inline FIRST: the inline code span of README.md (outside fenced
+# blocks) that starts with FIRST, in CMD ("\|" in a table row read as "|").
+# The same span in two places counts once; two different ones, or none, end
+# the suite.
+readme_inline() {
+  local spans
+  spans=$(awk '/^[[:space:]]*```/ { fenced = !fenced; next } !fenced {
+      line = $0; if (line ~ /^\|/) gsub(/\\\|/, "|", line)
+      while (match(line, /`[^`]+`/)) { print substr(line, RSTART + 1, RLENGTH - 2); line = substr(line, RSTART + RLENGTH) }
+    }' "$ROOT/README.md" | awk -v f="$1" 'index($0, f) == 1' | sort -u)
+  [[ -n $spans && $spans != *$'\n'* ]] ||
+    die "README.md: $(grep -c . <<<"$spans") different \`code spans\` start with '$1'; the suite runs exactly one"
+  CMD=$spans
+  SHOWN=""
+}
+
+# readme_sh COMMAND: COMMAND run by bash from the repository's root, as an
+# operator runs it, with kubectl talking to this cluster as its
+# administrator (README_NS set: that namespace is the current one);
+# failglob and pipefail on: an unmatched glob is an error, as in zsh (a
+# custom-columns path with [*] must be quoted), and so is a failing command
+# anywhere in a pipeline. Its stdout and stderr together on stdout; its
+# status.
+readme_sh() {
+  if [[ ! -x $D/readme-bin/kubectl ]]; then
+    mkdir -p "$D/readme-bin"
+    printf '#!/usr/bin/env bash\nexec %q --kubeconfig %q --cache-dir %q ${README_NS:+--namespace "$README_NS"} "$@"\n' \
+      "$KUBECTL" "$D/admin.kubeconfig" "$D/kubectl-cache" >"$D/readme-bin/kubectl"
+    chmod +x "$D/readme-bin/kubectl"
+  fi
+  (cd "$ROOT" && PATH="$D/readme-bin:$PATH" bash -O failglob -o pipefail -c "$1" 2>&1)
+}
+
+# readme_line_is WANT GOT: GOT is the line WANT, each "…" in WANT standing
+# for any text.
+readme_line_is() {
+  local rest=$1 pat=""
+  while [[ $rest == *…* ]]; do
+    pat+=$(printf '%q' "${rest%%…*}")'*'
+    rest=${rest#*…}
+  done
+  pat+=$(printf '%q' "$rest")
+  eval "[[ \$2 == $pat ]]"
+}
+
+# readme_output_is SHOWN OUTPUT: OUTPUT has the lines SHOWN has, each as
+# readme_line_is reads it, no more, no fewer; on stdout, what differs.
+readme_output_is() {
+  local -a want got
+  local i
+  mapfile -t want < <(printf '%s' "$1")
+  mapfile -t got < <(printf '%s' "$2")
+  if ((${#want[@]} != ${#got[@]})); then
+    echo "${#got[@]} line(s), README.md shows ${#want[@]}"
+    return 1
+  fi
+  for i in "${!want[@]}"; do
+    readme_line_is "${want[i]}" "${got[i]}" || {
+      echo "line $((i + 1)) is '${got[i]}', README.md shows '${want[i]}'"
+      return 1
+    }
+  done
 }

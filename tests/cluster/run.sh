@@ -24,6 +24,12 @@
 # policy-server runs as examples/policy-server.yaml's ServiceAccount, with
 # examples/rbac.yaml's rules alone; the kata RuntimeClass is
 # examples/runtimeclass-kata.yaml.
+#
+# README.md's operator commands that this control plane can run (no
+# kubelets, no kube-controller-manager, no Kubewarden controller, no Helm,
+# no registry) are taken from README.md itself and run as written (lib.sh,
+# readme_cmd and readme_sh): a README change that breaks one, or changes
+# an output it shows, fails the suite.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -68,22 +74,56 @@ pass() {
   echo "ok - $*"
   PASSED=$((PASSED + 1))
 }
+# readme_run COMMAND: a command of README.md (readme_cmd, readme_inline) run
+# as an operator runs it (readme_sh); OUT what it printed, trailing newlines
+# kept, RC its status.
+readme_run() {
+  OUT=$(readme_sh "$1"; echo "~$?")
+  RC=${OUT##*~}
+  OUT=${OUT%~*}
+}
+# one_line TEXT: TEXT on one line, for a report.
+one_line() { local t=${1%$'\n'}; echo "${t//$'\n'/; }"; }
+# readme_shows WHAT [SECONDS]: CMD (readme_cmd) succeeds and prints the
+# output README.md shows for it (SHOWN; readme_output_is), trying again for
+# up to SECONDS (what it reads is written asynchronously).
+readme_shows() {
+  local diff="" end=$(($(date +%s) + ${2:-0}))
+  if [[ -z $SHOWN ]]; then
+    fail "README.md: $1, \`$(one_line "$CMD")\`: no output shown (a \$ prompt, then the output): nothing to check"
+    return
+  fi
+  while :; do
+    readme_run "$CMD"
+    ((RC != 0)) || ! diff=$(readme_output_is "$SHOWN" "$OUT") || break
+    (($(date +%s) < end)) || break
+    sleep 0.2
+  done
+  if ((RC == 0)) && [[ -z $diff ]]; then
+    pass "README.md's $1: the output README.md shows: $(one_line "$OUT")"
+  else
+    fail "README.md's $1: exit $RC${diff:+, $diff}: $(one_line "$OUT")"
+  fi
+}
 
 # ---------------------------------------------------------------- the cluster
 TENANT=tenant
 BYHAND=by-hand # not covered by the webhook: the same pods, the class set by hand
-# Kata-mandatory: labelled for examples/cluster-admission-policy-kata-mandatory.yaml,
-# and judged by that policy alone.
+# Kata-mandatory: labelled for examples/cluster-admission-policy-kata-mandatory.yaml
+# (by README.md's command, below), and judged by that policy alone.
 MANDATORY=kata-only
 MANDATORY_LABEL=kata-runtime-policy.kubewarden.io/kata-mandatory
 # Opt-out: judged by examples/cluster-admission-policy.yaml with its
 # commented objectSelector in force (a copy), and by that policy alone.
 OPTOUT=self-service
 OPTOUT_LABEL=kata-runtime-policy.kubewarden.io/opt-out
+# README.md's smoke test ("Verify") runs in the namespace it creates,
+# judged by examples/cluster-admission-policy.yaml alone, as in README.md.
+readme_cmd "kubectl create namespace "
+SMOKE=${CMD##* }
 for ns in kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT; do
   k create namespace $ns >/dev/null
 done
-k label namespace $MANDATORY "$MANDATORY_LABEL=true" >/dev/null
 for ns in default kube-system kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT; do
   k -n $ns create serviceaccount default >/dev/null 2>&1 || true
 done
@@ -200,6 +240,12 @@ node worker-3 "{$ZONE_B,\"example.com/rack\":\"r1\"}" '{"cpu":"16","memory":"64G
   '[]' "$RUNC_HANDLERS"
 
 k apply -f examples/runtimeclass-kata.yaml >/dev/null
+# kata-deploy 4.x's class for its default shim under default values,
+# kata-qemu-runtime-rs: the example's class under that name (the example is
+# that class, named kata by runtimeClasses.createDefault=true). README.md's
+# step 1 reads its handler; the policy assigns kata.
+yaml_objects examples/runtimeclass-kata.yaml | jq 'select(.kind == "RuntimeClass") | .metadata.name = "kata-qemu-runtime-rs"' |
+  k apply -f - >/dev/null
 k apply -f - >/dev/null <<'EOF'
 apiVersion: node.k8s.io/v1
 kind: RuntimeClass
@@ -270,6 +316,7 @@ EOF
     -p '{"status":{"phase":"Bound","accessModes":["ReadWriteOnce"],"capacity":{"storage":"10Gi"}}}' >/dev/null
 done
 
+echo "# README.md's install commands, as it gives them: step 3, and the Kata-mandatory label"
 # policy-server's identity: the ServiceAccount examples/policy-server.yaml
 # makes in Kubewarden's namespace, the one its PolicyServer runs as, which
 # examples/rbac.yaml binds and the example policies name in their settings
@@ -281,13 +328,41 @@ PS_NAME=$(jq -r 'select(.kind == "PolicyServer") | .metadata.name' <<<"$PS_OBJEC
 PS_SA=$(jq -r 'select(.kind == "PolicyServer") | .spec.serviceAccountName // empty' <<<"$PS_OBJECTS")
 [[ -n $PS_SA && $(jq -r --arg sa "$PS_SA" 'select(.kind == "ServiceAccount" and .metadata.name == $sa) | .metadata.namespace' <<<"$PS_OBJECTS") == "$KW_NAMESPACE" ]] ||
   die "examples/policy-server.yaml: no ServiceAccount '$PS_SA' in $KW_NAMESPACE for its PolicyServer '$PS_NAME'"
-if [[ -n $CRDS ]]; then
-  k apply -f examples/policy-server.yaml >/dev/null
-else
-  jq 'select(.kind == "ServiceAccount")' <<<"$PS_OBJECTS" | k apply -f - >/dev/null
-fi
+# Both files go in by README.md's commands (step 3). Its third,
+# `kubectl -n kubewarden rollout status`, waits for the Deployment the
+# Kubewarden controller makes of the PolicyServer: not run, there is no
+# controller.
+for f in examples/policy-server.yaml examples/rbac.yaml; do
+  readme_cmd "kubectl apply -f $f"
+  if [[ -z $CRDS && $f == examples/policy-server.yaml ]]; then
+    echo "SKIP README.md's \`$CMD\`: $CRDS_MISSING (its ServiceAccount alone goes in)"
+    jq 'select(.kind == "ServiceAccount")' <<<"$PS_OBJECTS" | k apply -f - >/dev/null
+    continue
+  fi
+  readme_run "$CMD"
+  if ((RC != 0)) || [[ $OUT == *Warning:* ]]; then
+    fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
+  else
+    pass "README.md's \`$CMD\`: $(one_line "$OUT")"
+  fi
+done
 PS_USER=system:serviceaccount:$KW_NAMESPACE:$PS_SA
-k apply -f examples/rbac.yaml >/dev/null
+# The Kata-mandatory namespace is labelled by README.md's command
+# ("Kata-mandatory namespaces"), for the suite's namespace instead of its
+# tenant-a, and listed by the next one: the label must be the one the
+# example's namespaceSelector selects (the Kata-mandatory checks below).
+readme_cmd "kubectl label namespace "
+[[ $CMD == *" tenant-a "* ]] || die "README.md: \`$CMD\` no longer labels tenant-a, the namespace the suite replaces by its own"
+readme_run "${CMD/ tenant-a / $MANDATORY }"
+labelled=$RC:$(one_line "$OUT")
+readme_cmd "kubectl get namespaces -l "
+readme_run "$CMD"
+listed=$(awk 'NR > 1 {print $1}' < <(printf '%s' "$OUT") | sort | tr '\n' ' ')
+if [[ $labelled == "0:namespace/$MANDATORY labeled" && $RC == 0 && $listed == "$MANDATORY " ]]; then
+  pass "README.md's \`kubectl label namespace\` labels $MANDATORY ($labelled), and \`$CMD\` lists it alone"
+else
+  fail "README.md's \`kubectl label namespace\` for $MANDATORY: $labelled; \`$CMD\`: exit $RC: $(one_line "$OUT")"
+fi
 TOKEN=$(k -n "$KW_NAMESPACE" create token "$PS_SA" --duration 2h)
 kubeconfig "$D/policy-server.kubeconfig" "$PS_SA" "{token: $TOKEN}"
 # The policies, each created in the API server and read back (use_policy);
@@ -308,7 +383,7 @@ kubeconfig "$D/policy-server.kubeconfig" "$PS_SA" "{token: $TOKEN}"
 # - The opt-out copy: examples/cluster-admission-policy.yaml with its
 #   commented objectSelector block uncommented, as a user would, and another
 #   name (kata-runtime-opt-out), judging $OPTOUT only: every other namespace
-#   the suite uses left out.
+#   the suite uses left out ($SMOKE too, which the suite creates later).
 SUITE_SETTINGS='{"restrictRuntimeClasses": true, "allowedRuntimeClasses": ["gvisor"]}'
 use_policy examples/cluster-admission-policy-kata-mandatory.yaml '{}'
 MANDATORY_CAP=$CAP
@@ -332,7 +407,7 @@ if [[ $copy_diff == '""' ]]; then
 else
   fail "opt-out: the copy with the commented objectSelector uncommented: $copy_diff"
 fi
-use_policy "$OPTOUT_FILE" '{}' $TENANT $BYHAND $MANDATORY
+use_policy "$OPTOUT_FILE" '{}' $TENANT $BYHAND $MANDATORY "$SMOKE"
 OPTOUT_CAP=$CAP
 OPTOUT_ID=$POLICY_ID
 use_policy examples/cluster-admission-policy.yaml "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT
@@ -419,6 +494,22 @@ has_warning() {
   fi
 }
 is_kata() { [[ $(k get node "$1" -o jsonpath='{.metadata.labels.katacontainers\.io/kata-runtime}' 2>/dev/null) == true ]]; }
+
+# audit_of NAME [NAMESPACE]: the audit annotations of the pod's creation in
+# NAMESPACE, $TENANT when not given: the last create of the pod itself (not
+# a subresource such as the scheduler's binding, not a dry run) that
+# completed. The log is written asynchronously: waits up to 5 s.
+audit_of() {
+  local a=""
+  for _ in $(seq 1 25); do
+    a=$(jq -c --arg n "$1" --arg ns "${2:-$TENANT}" 'select(.verb == "create" and .objectRef.resource == "pods"
+      and .objectRef.subresource == null and .objectRef.namespace == $ns and .objectRef.name == $n
+      and .stage == "ResponseComplete" and (.requestURI | contains("dryRun=") | not)) | .annotations' "$D/audit.log" | tail -1)
+    [[ -z $a ]] || break
+    sleep 0.2
+  done
+  echo "${a:-null}"
+}
 
 # decision_note POD_JSON mutated|unchanged WARNING_PART: with annotateDecision,
 # the pod's decision annotation, checked against the outcome and the warning:
@@ -581,7 +672,7 @@ registration() {
 registration examples/cluster-admission-policy.yaml "$WEBHOOK_CONFIG" "$POLICY_ID" \
   "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT
 registration examples/cluster-admission-policy-kata-mandatory.yaml "$MANDATORY_CONFIG" "$MANDATORY_ID" '{}'
-registration "$OPTOUT_FILE" "$OPTOUT_CONFIG" "$OPTOUT_ID" '{}' $TENANT $BYHAND $MANDATORY
+registration "$OPTOUT_FILE" "$OPTOUT_CONFIG" "$OPTOUT_ID" '{}' $TENANT $BYHAND $MANDATORY "$SMOKE"
 served=$(jq -c 'keys' "$D/policies.yml")
 [[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID" "$OPTOUT_ID")" ]] && pass "policies.yml: one policy-server serves $served" ||
   fail "policies.yml: serves $served, not $POLICY_ID, $MANDATORY_ID and $OPTOUT_ID"
@@ -664,7 +755,7 @@ scenario docker-agent unchanged "(skipPodsUsing: hostSockets)"
 scenario privileged mutated
 scenario csi-node-plugin unchanged 'Warning: kata runtime not assigned: container "node-driver" mounts hostPath volume "kubelet-dir" (/var/lib/kubelet) with mountPropagation Bidirectional, which does not cross the Kata VM boundary (skipPodsUsing: mountPropagation)'
 
-audit=$(jq -c 'select(.objectRef.namespace == "tenant" and .objectRef.name == "plain" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
+audit=$(audit_of plain)
 if [[ $audit == *'decision":"mutated"'* ]]; then
   pass "audit: the mutated pod's decision and reason are in the audit log: $audit"
 else
@@ -744,17 +835,6 @@ echo "# dynamic resource allocation: resource.k8s.io/v1 through the real API ser
 # 255 bytes, the cut marked "..."; TEXT is ASCII).
 warning_cut() {
   if ((${#1} <= 255)); then echo "$1"; else echo "${1:0:252}..."; fi
-}
-# audit_of NAME [NAMESPACE]: the audit annotations of the pod's creation in
-# NAMESPACE, $TENANT when not given (written asynchronously: waits up to 5 s).
-audit_of() {
-  local a=""
-  for _ in $(seq 1 25); do
-    a=$(jq -c --arg n "$1" --arg ns "${2:-$TENANT}" 'select(.objectRef.namespace == $ns and .objectRef.name == $n and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
-    [[ -z $a ]] || break
-    sleep 0.2
-  done
-  echo "${a:-null}"
 }
 # dra_scenario NAME REASON: the pod is admitted unchanged, kubectl shows the
 # policy's warning (REASON cut) as its only warning, and the audit log has
@@ -1043,6 +1123,201 @@ else
   fi
 fi
 
+# until_cached FILE WORDS: server-side dry runs of the pod (admitted by the
+# webhook, stored nowhere; under a name no pod has) until the warning has
+# WORDS (at most 10 s): the node changed last has reached policy-server's
+# cache, and with it every earlier change (one watch, in order).
+until_cached() {
+  local t
+  t=$(date +%s%N)
+  until manifest_json "$1" | jq '.metadata.name = "cache-probe"' |
+    k -n $TENANT create --dry-run=server -f - 2>&1 >/dev/null | grep -qF "$2"; do
+    (($(date +%s%N) - t < 10000000000)) || break
+    sleep 0.2
+  done
+  log "$(basename "$1" .yaml): the node change reached policy-server after $((($(date +%s%N) - t) / 1000000)) ms"
+}
+
+echo "# README.md, as written: step 1, Verify, finding the pods without Kata, the opt-out list"
+# Each command is README.md's own (readme_cmd, readme_inline), run as an
+# operator's shell runs it (readme_run); what it prints is held to what
+# README.md shows, where it shows it, else to what it says.
+# README.md's outputs are of a cluster with two kata nodes that the
+# master-pinned pod cannot use for one reason alone ("0/2 kata nodes can run
+# this pod: 2 node(s) didn't match Pod's node affinity/selector"). Here
+# worker-2's taint would add a reason of its own: it is lifted while the
+# smoke test's pods are created, then put back.
+
+# Step 1: the classes and the kata nodes; the class's handler, and the
+# handlers each node reports.
+readme_cmd "kubectl get runtimeclass"
+readme_run "$CMD"
+got=$(awk 'NR == 1 {print $1, $2, $3; next} {print $1 ":" $2}' < <(printf '%s' "$OUT") | tr '\n' ' ')
+if [[ $RC == 0 && $got == "NAME HANDLER AGE gvisor:runsc kata:$KATA_HANDLER kata-qemu-runtime-rs:$KATA_HANDLER runc:runc " ]]; then
+  pass "README.md's \`$CMD\`: every class with its handler ($got)"
+else
+  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
+fi
+readme_cmd "kubectl get nodes -l "
+readme_run "$CMD"
+got=$(awk 'NR > 1 {print $1 ":" $2}' < <(printf '%s' "$OUT") | sort | tr '\n' ' ')
+if [[ $RC == 0 && $got == "worker-1:Ready worker-2:Ready " ]]; then
+  pass "README.md's \`$CMD\`: the kata nodes, Ready ($got)"
+else
+  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
+fi
+readme_cmd "kubectl get runtimeclass kata-qemu-runtime-rs "
+readme_run "$CMD"
+if [[ $RC == 0 && $OUT == "$KATA_HANDLER"$'\n' ]]; then
+  pass "README.md's \`$CMD\`: $(one_line "$OUT")"
+else
+  fail "README.md's \`$CMD\`: exit $RC: '$OUT', not '$KATA_HANDLER'"
+fi
+# The handlers each node reports: the class's on the kata nodes alone.
+readme_cmd "kubectl get nodes -o custom-columns="
+readme_run "$CMD"
+got=$(awk -v h="$KATA_HANDLER" 'NR == 1 {print $1, $2; next} {print $1 ":" (index("," $2 ",", "," h ",") ? "yes" : "no")}' < <(printf '%s' "$OUT") |
+  tr '\n' ' ')
+if [[ $RC == 0 && $got == "NAME HANDLERS master:no worker-1:yes worker-2:yes worker-3:no " ]]; then
+  pass "README.md's \`$CMD\`: $KATA_HANDLER reported by $got"
+else
+  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
+fi
+# Troubleshooting ("do not report runtime handler") gives the same two
+# commands inline, the class named for NAME.
+handlers_cmd=$CMD
+readme_inline "kubectl get nodes -o custom-columns="
+inline_nodes=$CMD
+readme_inline "kubectl get runtimeclass NAME "
+readme_run "${CMD/ NAME / kata }"
+if [[ $inline_nodes == "$handlers_cmd" && $RC == 0 && $OUT == "$KATA_HANDLER" ]]; then
+  pass "README.md's Troubleshooting: the nodes' handlers by step 1's command; \`$CMD\` for kata: $OUT"
+else
+  fail "README.md's Troubleshooting: \`$inline_nodes\` (step 1: \`$handlers_cmd\`); \`$CMD\` for kata: exit $RC: $(one_line "$OUT")"
+fi
+
+# Verify: the smoke test, in README.md's namespace, on README.md's cluster.
+k taint node worker-2 dedicated=db:NoSchedule- >/dev/null
+SMOKE_REASON="0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+until_cached tests/cluster/pods/seed.yaml "$SMOKE_REASON"
+readme_cmd "kubectl create namespace "
+readme_run "$CMD"
+k -n "$SMOKE" create serviceaccount default >/dev/null # the serviceaccount controller's part
+if [[ $RC == 0 && $OUT == "namespace/$SMOKE created"$'\n' ]]; then
+  pass "README.md's \`$CMD\`: $(one_line "$OUT")"
+else
+  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
+fi
+# A plain pod gets Kata: created without a warning, "prints kata", runs on
+# a kata node.
+readme_cmd "kubectl -n $SMOKE apply -f - " "name: plain"
+readme_run "$CMD"
+if [[ $RC == 0 && $OUT == "pod/plain created"$'\n' ]]; then
+  pass "README.md's plain pod: $(one_line "$OUT"), no warning"
+else
+  fail "README.md's plain pod: exit $RC: $(one_line "$OUT")"
+fi
+readme_cmd "kubectl -n $SMOKE get pod plain -o jsonpath="
+readme_run "$CMD"
+[[ $RC == 0 && $OUT == $'kata\n' ]] && pass "README.md's \`$CMD\`: prints kata" ||
+  fail "README.md's \`$CMD\`: exit $RC: '$OUT', not kata"
+placed "$SMOKE" plain >/dev/null
+readme_inline "kubectl -n $SMOKE get pod plain -o wide"
+readme_run "$CMD"
+where=$(awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "NODE" && !c) c = i; next} {print $c}' < <(printf '%s' "$OUT"))
+if [[ $RC == 0 && -n $where ]] && is_kata "$where"; then
+  pass "README.md's \`$CMD\`: on kata node $where"
+else
+  fail "README.md's \`$CMD\`: exit $RC, node '$where': $(one_line "$OUT")"
+fi
+# The master-pinned pod does not: README.md's output, as it shows it.
+readme_cmd "kubectl -n $SMOKE apply -f - " "name: nginx-schedule-on-master"
+readme_shows "master-pinned pod, created"
+readme_cmd "kubectl -n $SMOKE get pod nginx-schedule-on-master -o jsonpath="
+readme_shows "master-pinned pod's class"
+# The pods of README.md's "Finding the pods that did not get Kata", other
+# than the master-pinned one: a pod that names runc and an opted-out pod,
+# where the example policy as written judges them ($OPTOUT: the suite's
+# restriction refuses runc elsewhere).
+out=$(manifest_json tests/cluster/pods/plain.yaml | jq -c '.metadata.name = "build-7f9c" | .spec.runtimeClassName = "runc"' |
+  k -n $OPTOUT create -f - 2>&1 >/dev/null || true)
+out+=$(manifest_json tests/cluster/pods/plain.yaml | jq -c --arg l "$OPTOUT_LABEL" '.metadata.name = "metrics-agent" | .metadata.labels[$l] = "true"' |
+  k -n $OPTOUT create -f - 2>&1 >/dev/null || true)
+k -n $OPTOUT get pod build-7f9c metrics-agent >/dev/null 2>&1 || fail "the pods of README.md's \"Finding the pods\": $(one_line "$out")"
+k taint node worker-2 dedicated=db:NoSchedule >/dev/null
+until_cached tests/cluster/pods/seed.yaml "untolerated taint {dedicated: db}"
+
+# Both pods carry the decision: the custom-columns command's output, as
+# README.md shows it.
+readme_cmd "kubectl -n $SMOKE get pods -o custom-columns="
+readme_shows "DECISION column"
+# The audit log: README.md's query of it, on this API server's log (every
+# request on pods, at level Metadata), as README.md shows its output ("…"
+# for the rest). The log is written asynchronously: up to 5 s.
+readme_cmd "jq -c " "AUDIT_LOG"
+CMD=${CMD//AUDIT_LOG/$D/audit.log}
+readme_shows "audit log query" 5
+# One pod's decision, the pod named for NAME, README.md's namespace the
+# current one.
+readme_inline "kubectl get pod NAME -o jsonpath="
+README_NS=$SMOKE readme_run "${CMD/ NAME / plain }"
+if [[ $RC == 0 && $OUT == 'mutated: runtimeClassName "kata" assigned: a kata node can run this pod' ]]; then
+  pass "README.md's \`$CMD\` for plain: $OUT"
+else
+  fail "README.md's \`$CMD\` for plain: exit $RC: $(one_line "$OUT")"
+fi
+
+# Finding the pods that did not get Kata: README.md's rows (their
+# namespaces aside) among the recipe's, every row a pod without Kata.
+if ! command -v column >/dev/null; then
+  echo "SKIP README.md's \"Finding the pods that did not get Kata\": column not found (Debian: bsdextrautils)"
+else
+  readme_cmd "kubectl get pods -A -o json | jq "
+  readme_run "$CMD"
+  # A row: namespace, name, class or "-", the decision (which has spaces).
+  row='^([^ ]+) +([^ ]+) +([^ ]+) +(.+)$'
+  rows="" bad="" missing=""
+  while IFS= read -r line; do
+    if [[ $line =~ $row && ${BASH_REMATCH[3]} != kata ]]; then
+      rows+="${BASH_REMATCH[2]} | ${BASH_REMATCH[3]} | ${BASH_REMATCH[4]}"$'\n'
+    else
+      bad+=" [$line]"
+    fi
+  done < <(printf '%s' "$OUT")
+  while IFS= read -r line; do
+    [[ $line =~ $row ]] && grep -qxF "${BASH_REMATCH[2]} | ${BASH_REMATCH[3]} | ${BASH_REMATCH[4]}" <<<"$rows" ||
+      missing+=" [$line]"
+  done < <(printf '%s' "$SHOWN")
+  if [[ -z $SHOWN ]]; then
+    fail "README.md: \"Finding the pods that did not get Kata\": no output shown: nothing to check"
+  elif [[ $RC == 0 && -z $bad && -z $missing ]]; then
+    pass "README.md's \"Finding the pods that did not get Kata\": $(grep -c . <<<"$OUT") pods without Kata, README.md's $(grep -c . <<<"$SHOWN") rows among them"
+  else
+    fail "README.md's \"Finding the pods that did not get Kata\": exit $RC; rows not shown:${missing:- none}; rows not as README.md's: ${bad:-none}"
+  fi
+fi
+# The opted-out pods, and they alone (opt-in-false carries the label
+# "false").
+readme_inline "kubectl get pods -A -l "
+readme_run "$CMD"
+got=$(awk 'NR == 1 {print $1, $2; next} {print $1 "/" $2}' < <(printf '%s' "$OUT") | tr '\n' ' ')
+if [[ $RC == 0 && $got == "NAMESPACE NAME $OPTOUT/metrics-agent $OPTOUT/opted-out " ]]; then
+  pass "README.md's \`$CMD\`: $got"
+else
+  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
+fi
+# Troubleshooting: the account a PolicyServer really uses, for
+# policyServerServiceAccount.
+if [[ -n $CRDS ]]; then
+  readme_inline "kubectl get policyserver NAME "
+  readme_run "${CMD/ NAME / $PS_NAME }"
+  if [[ $RC == 0 && "system:serviceaccount:$KW_NAMESPACE:$OUT" == "$(jq -r '.policyServerServiceAccount' <<<"$SETTINGS")" ]]; then
+    pass "README.md's \`$CMD\` for $PS_NAME: $OUT, the account the policy's policyServerServiceAccount names"
+  else
+    fail "README.md's \`$CMD\` for $PS_NAME: exit $RC: '$OUT'; the policy names $(jq -r '.policyServerServiceAccount' <<<"$SETTINGS")"
+  fi
+fi
+
 echo "# runtime handlers: status.runtimeHandlers through policy-server's field masks"
 # More kata nodes, each pool behind its own label and taint, so that the pods
 # above never count them and the pods below can use only their pool:
@@ -1058,19 +1333,6 @@ pool_node() { # NAME POOL HANDLERS_JSON
   node "$1" "{\"example.com/pool\":\"$2\",$ZONE_A}" '{"cpu":"4","memory":"16Gi","pods":"110"}' \
     "[{\"key\":\"example.com/pool\",\"value\":\"$2\",\"effect\":\"NoSchedule\"}]" "$3"
   k label node "$1" katacontainers.io/kata-runtime=true kata-deploy.katacontainers.io/default=true >/dev/null
-}
-# until_cached FILE WORDS: server-side dry runs of the pod (admitted by the
-# webhook, stored nowhere) until the warning has WORDS (at most 10 s): the
-# node labelled last has reached policy-server's cache, and with it every
-# earlier one (one watch, in order).
-until_cached() {
-  local t
-  t=$(date +%s%N)
-  until manifest_json "$1" | k -n $TENANT create --dry-run=server -f - 2>&1 >/dev/null | grep -qF "$2"; do
-    (($(date +%s%N) - t < 10000000000)) || break
-    sleep 0.2
-  done
-  log "$(basename "$1" .yaml): the pool reached policy-server after $((($(date +%s%N) - t) / 1000000)) ms"
 }
 
 HANDLER="runtime handler \"$KATA_HANDLER\""
@@ -1089,14 +1351,9 @@ until_cached tests/cluster/pods/handler-pair.yaml "(kata-broken)"
 PAIR_WARNING="kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report $HANDLER (kata-broken): if the scheduler picks one, the pod will not start"
 scenario handler-pair mutated "Warning: $PAIR_WARNING"
 # The same warning is the audit reason; the decision stays mutated.
-audit=""
-for _ in $(seq 1 25); do
-  audit=$(jq -c 'select(.objectRef.namespace == "tenant" and .objectRef.name == "handler-pair" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
-  [[ -z $audit ]] || break
-  sleep 0.2
-done
-if [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"${audit:-null}") == mutated &&
-  $(jq -r --arg w "$WEBHOOK" '.[$w + "/reason"]' <<<"${audit:-null}") == "$PAIR_WARNING" ]]; then
+audit=$(audit_of handler-pair)
+if [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"$audit") == mutated &&
+  $(jq -r --arg w "$WEBHOOK" '.[$w + "/reason"]' <<<"$audit") == "$PAIR_WARNING" ]]; then
   pass "handler-pair: audit decision mutated, the warning as the reason"
 else
   fail "handler-pair: audit annotations: $audit"
@@ -1132,6 +1389,24 @@ if [[ $stored == true && $(jq -cS . <<<"${names:-null}") == "$want_names" &&
   pass "mask status.runtimeHandlers.name: every entry kept, its features pruned ($names); kwctl's answer the same as policy-server's"
 else
   fail "mask status.runtimeHandlers.name: features stored: $stored; the host's answer: ${names:-none (see $D/kwctl-run.log)}; kwctl: $out"
+fi
+
+# README.md's fix for a broken node (Troubleshooting, "kata runtime
+# assigned, but …"), its own command: with kata-broken's Kata label off, the
+# pair's pod gets Kata from kata-good alone, without the warning.
+readme_inline "kubectl label node kata-broken "
+readme_run "$CMD"
+labelled=$RC:$(one_line "$OUT")
+t=$(date +%s%N)
+until out=$(manifest_json tests/cluster/pods/handler-pair.yaml | jq '.metadata.name = "cache-probe"' | k -n $TENANT create --dry-run=server -o json -f - 2>"$D/dry.err") &&
+  [[ ! -s $D/dry.err && $(jq -r '.spec.runtimeClassName // "none"' <<<"$out") == kata ]]; do
+  (($(date +%s%N) - t < 10000000000)) || break
+  sleep 0.2
+done
+if [[ $labelled == "0:node/kata-broken unlabeled" && ! -s $D/dry.err && $(jq -r '.spec.runtimeClassName // "none"' <<<"$out") == kata ]]; then
+  pass "README.md's \`$CMD\` ($labelled): the pair's pod gets Kata, no warning, after $((($(date +%s%N) - t) / 1000000)) ms"
+else
+  fail "README.md's \`$CMD\`: $labelled; the pair's pod: class $(jq -r '.spec.runtimeClassName // "none"' <<<"${out:-null}" 2>/dev/null), $(one_line "$(cat "$D/dry.err")")"
 fi
 
 kept=$(handlers_kept worker-1 worker-2 master worker-3 kata-lone kata-good kata-broken)
@@ -1229,8 +1504,7 @@ else
   fail "policy-server restarted with $served: a plain pod in $MANDATORY gets '$got': $out"
 fi
 out=$(fresh_pod monitored)
-sleep 1 # the audit log is written asynchronously
-audit=$(jq -c 'select(.objectRef.name == "monitored" and .stage == "ResponseComplete") | .annotations' "$D/audit.log" | tail -1)
+audit=$(audit_of monitored)
 # With annotateDecision (the monitor example is the protect one), no
 # decision annotation either: the patch that would carry it is not applied.
 note=$(k -n $TENANT get pod monitored -o json 2>/dev/null | jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"')
