@@ -14,14 +14,17 @@
 //!                [--seconds S per case] [--cases 0,k,a,b,c,f,v,d,g,e,h,n,r,A,C]
 //!                [--modes replay,model] [--handler-check auto|required|off]
 //!                [--masks plain|names] [--baseline OTHER_GUEST.wasm
-//!                [--baseline-check auto|required|off] [--baseline-masks plain|names]]
+//!                [--baseline-check auto|required|off] [--baseline-masks plain|names]
+//!                [--baseline-annotate]] [--annotate]
 //!
 //! `--handler-check` is the policy's `runtimeHandlerCheck` setting (the
 //! node queries follow it: `off` asks no handler). `--baseline` times another
 //! guest's run of each case interleaved with this one (a before/after of a
 //! change); `--masks plain` / `--baseline-masks plain` answer the default
 //! settings with the masks of a guest older than the handler check (its
-//! cases about handlers are left out).
+//! cases about handlers are left out). `--annotate` / `--baseline-annotate`
+//! set `annotateDecision: true` (the decision annotation on every admitted
+//! pod): the same guest as its own baseline measures what it costs.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
@@ -248,14 +251,20 @@ struct Config {
     check: &'static str,
     /// The view a pod that needs no feature asks for.
     pod_view: View,
+    /// `annotateDecision: true`.
+    annotate: bool,
 }
 
 impl Config {
     fn settings(&self) -> Value {
-        match self.check {
-            "auto" => json!({}),
-            check => json!({"runtimeHandlerCheck": check}),
+        let mut settings = json!({});
+        if self.check != "auto" {
+            settings["runtimeHandlerCheck"] = json!(self.check);
         }
+        if self.annotate {
+            settings["annotateDecision"] = json!(true);
+        }
+        settings
     }
 
     /// Whether the guest reads handlers at all.
@@ -689,9 +698,10 @@ fn parse_check(text: Option<String>) -> Result<&'static str> {
     })
 }
 
-fn config(check: &'static str, masks: Option<View>) -> Config {
+fn config(check: &'static str, masks: Option<View>, annotate: bool) -> Config {
     Config {
         check,
+        annotate,
         pod_view: masks.unwrap_or(if check == "off" {
             View::Plain
         } else {
@@ -747,6 +757,8 @@ fn main() -> Result<()> {
     let mut baseline: Option<String> = None;
     let mut baseline_check = "auto";
     let mut baseline_masks = None;
+    let mut annotate = false;
+    let mut baseline_annotate = false;
     let list = |value: Option<String>, flag: &str| -> Result<Vec<String>> {
         Ok(value
             .with_context(|| format!("{flag} needs a value"))?
@@ -769,6 +781,8 @@ fn main() -> Result<()> {
             "--masks" => masks = Some(parse_view(&args.next().context("--masks needs a value")?)?),
             "--baseline" => baseline = Some(args.next().context("--baseline needs a value")?),
             "--baseline-check" => baseline_check = parse_check(args.next())?,
+            "--annotate" => annotate = true,
+            "--baseline-annotate" => baseline_annotate = true,
             "--baseline-masks" => {
                 baseline_masks = Some(parse_view(
                     &args.next().context("--baseline-masks needs a value")?,
@@ -781,13 +795,19 @@ fn main() -> Result<()> {
         bail!(
             "usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100] [--seconds S] \
              [--cases 0,a,…] [--modes replay,model] [--handler-check auto|required|off] [--masks plain|names] \
-             [--baseline OTHER_GUEST.wasm [--baseline-check auto|required|off] [--baseline-masks plain|names]]"
+             [--baseline OTHER_GUEST.wasm [--baseline-check auto|required|off] [--baseline-masks plain|names] \
+             [--baseline-annotate]] [--annotate]"
         );
     };
-    let guest = Guest::new(guest_path, config(check, masks))?;
+    let guest = Guest::new(guest_path, config(check, masks, annotate))?;
     let baseline_path = baseline.clone().unwrap_or_default();
     let baseline = baseline
-        .map(|path| Guest::new(&path, config(baseline_check, baseline_masks)))
+        .map(|path| {
+            Guest::new(
+                &path,
+                config(baseline_check, baseline_masks, baseline_annotate),
+            )
+        })
         .transpose()?;
     let config = guest.config;
     let budget = Duration::from_secs_f64(seconds);
