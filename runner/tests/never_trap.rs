@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{policy, request, root, session};
+use common::{kata_mandatory, policy, request, root, session};
 use std::str::FromStr;
 
 use kwrun::{Exchange, Response, Session};
@@ -63,17 +63,6 @@ fn assert_well_formed(response: &[u8], key: &str, case: &[u8]) {
         "no boolean {key:?} in {v} for input {:?}",
         String::from_utf8_lossy(case)
     );
-}
-
-/// The Kata-mandatory settings: `incompatiblePod`, `noFeasibleNode` and
-/// `lookupFailure` reject, `allowedRuntimeClasses` empty.
-fn kata_mandatory() -> Value {
-    json!({
-        "incompatiblePod": "reject",
-        "noFeasibleNode": "reject",
-        "allowedRuntimeClasses": [],
-        "lookupFailure": "reject"
-    })
 }
 
 #[test]

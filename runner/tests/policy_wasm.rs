@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{policy, request, root, session};
+use common::{kata_mandatory, policy, request, root, session};
 use kwrun::{AdmissionResponse, Policy, Session};
 use serde_json::{Value, json};
 
@@ -808,16 +808,6 @@ const USER_NAMESPACE: &str = "the pod sets hostUsers: false (a user namespace), 
 const HOST_NETWORK: &str = "the pod uses hostNetwork, which Kata Containers cannot provide (skipPodsUsing: hostNamespaces)";
 const MIRROR: &str =
     "kata runtime not assigned: mirror pod of a static pod (the kubelet runs it, not the API)";
-
-/// The Kata-mandatory settings (the example ClusterAdmissionPolicy's).
-fn kata_mandatory() -> Value {
-    json!({
-        "incompatiblePod": "reject",
-        "noFeasibleNode": "reject",
-        "allowedRuntimeClasses": [],
-        "lookupFailure": "reject"
-    })
-}
 
 /// A refusal as policy-server passes it on: no code, no patch, the audit
 /// saying `rejected` with the message, the warning the message cut at 255 bytes.

@@ -84,6 +84,18 @@ readme_run() {
 }
 # one_line TEXT: TEXT on one line, for a report.
 one_line() { local t=${1%$'\n'}; echo "${t//$'\n'/; }"; }
+# columns AWK_ARGS...: OUT (readme_run) reduced by awk, one line per record
+# joined with spaces.
+columns() { awk "$@" < <(printf '%s' "$OUT") | tr '\n' ' '; }
+# readme_expect GOT EXPECTED WHAT: CMD (readme_run) exited 0 and GOT, what
+# it printed or a reduction of it, is EXPECTED; WHAT says what that shows.
+readme_expect() {
+  if [[ $RC == 0 && $1 == "$2" ]]; then
+    pass "README.md's \`$CMD\`: $3"
+  else
+    fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
+  fi
+}
 # readme_shows WHAT [SECONDS]: CMD (readme_cmd) succeeds and prints the
 # output README.md shows for it (SHOWN; readme_output_is), trying again for
 # up to SECONDS (what it reads is written asynchronously).
@@ -1152,37 +1164,22 @@ echo "# README.md, as written: step 1, Verify, finding the pods without Kata, th
 # handlers each node reports.
 readme_cmd "kubectl get runtimeclass"
 readme_run "$CMD"
-got=$(awk 'NR == 1 {print $1, $2, $3; next} {print $1 ":" $2}' < <(printf '%s' "$OUT") | tr '\n' ' ')
-if [[ $RC == 0 && $got == "NAME HANDLER AGE gvisor:runsc kata:$KATA_HANDLER kata-qemu-runtime-rs:$KATA_HANDLER runc:runc " ]]; then
-  pass "README.md's \`$CMD\`: every class with its handler ($got)"
-else
-  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
-fi
+got=$(columns 'NR == 1 {print $1, $2, $3; next} {print $1 ":" $2}')
+readme_expect "$got" "NAME HANDLER AGE gvisor:runsc kata:$KATA_HANDLER kata-qemu-runtime-rs:$KATA_HANDLER runc:runc " \
+  "every class with its handler ($got)"
 readme_cmd "kubectl get nodes -l "
 readme_run "$CMD"
 got=$(awk 'NR > 1 {print $1 ":" $2}' < <(printf '%s' "$OUT") | sort | tr '\n' ' ')
-if [[ $RC == 0 && $got == "worker-1:Ready worker-2:Ready " ]]; then
-  pass "README.md's \`$CMD\`: the kata nodes, Ready ($got)"
-else
-  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
-fi
+readme_expect "$got" "worker-1:Ready worker-2:Ready " "the kata nodes, Ready ($got)"
 readme_cmd "kubectl get runtimeclass kata-qemu-runtime-rs "
 readme_run "$CMD"
-if [[ $RC == 0 && $OUT == "$KATA_HANDLER"$'\n' ]]; then
-  pass "README.md's \`$CMD\`: $(one_line "$OUT")"
-else
-  fail "README.md's \`$CMD\`: exit $RC: '$OUT', not '$KATA_HANDLER'"
-fi
+readme_expect "$OUT" "$KATA_HANDLER"$'\n' "$(one_line "$OUT")"
 # The handlers each node reports: the class's on the kata nodes alone.
 readme_cmd "kubectl get nodes -o custom-columns="
 readme_run "$CMD"
-got=$(awk -v h="$KATA_HANDLER" 'NR == 1 {print $1, $2; next} {print $1 ":" (index("," $2 ",", "," h ",") ? "yes" : "no")}' < <(printf '%s' "$OUT") |
-  tr '\n' ' ')
-if [[ $RC == 0 && $got == "NAME HANDLERS master:no worker-1:yes worker-2:yes worker-3:no " ]]; then
-  pass "README.md's \`$CMD\`: $KATA_HANDLER reported by $got"
-else
-  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
-fi
+got=$(columns -v h="$KATA_HANDLER" 'NR == 1 {print $1, $2; next} {print $1 ":" (index("," $2 ",", "," h ",") ? "yes" : "no")}')
+readme_expect "$got" "NAME HANDLERS master:no worker-1:yes worker-2:yes worker-3:no " \
+  "$KATA_HANDLER reported by $got"
 # Troubleshooting ("do not report runtime handler") gives the same two
 # commands inline, the class named for NAME.
 handlers_cmd=$CMD
@@ -1203,11 +1200,7 @@ until_cached tests/cluster/pods/seed.yaml "$SMOKE_REASON"
 readme_cmd "kubectl create namespace "
 readme_run "$CMD"
 k -n "$SMOKE" create serviceaccount default >/dev/null # the serviceaccount controller's part
-if [[ $RC == 0 && $OUT == "namespace/$SMOKE created"$'\n' ]]; then
-  pass "README.md's \`$CMD\`: $(one_line "$OUT")"
-else
-  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
-fi
+readme_expect "$OUT" "namespace/$SMOKE created"$'\n' "$(one_line "$OUT")"
 # A plain pod gets Kata: created without a warning, "prints kata", runs on
 # a kata node.
 readme_cmd "kubectl -n $SMOKE apply -f - " "name: plain"
@@ -1219,8 +1212,7 @@ else
 fi
 readme_cmd "kubectl -n $SMOKE get pod plain -o jsonpath="
 readme_run "$CMD"
-[[ $RC == 0 && $OUT == $'kata\n' ]] && pass "README.md's \`$CMD\`: prints kata" ||
-  fail "README.md's \`$CMD\`: exit $RC: '$OUT', not kata"
+readme_expect "$OUT" $'kata\n' "prints kata"
 placed "$SMOKE" plain >/dev/null
 readme_inline "kubectl -n $SMOKE get pod plain -o wide"
 readme_run "$CMD"
@@ -1300,12 +1292,8 @@ fi
 # "false").
 readme_inline "kubectl get pods -A -l "
 readme_run "$CMD"
-got=$(awk 'NR == 1 {print $1, $2; next} {print $1 "/" $2}' < <(printf '%s' "$OUT") | tr '\n' ' ')
-if [[ $RC == 0 && $got == "NAMESPACE NAME $OPTOUT/metrics-agent $OPTOUT/opted-out " ]]; then
-  pass "README.md's \`$CMD\`: $got"
-else
-  fail "README.md's \`$CMD\`: exit $RC: $(one_line "$OUT")"
-fi
+got=$(columns 'NR == 1 {print $1, $2; next} {print $1 "/" $2}')
+readme_expect "$got" "NAMESPACE NAME $OPTOUT/metrics-agent $OPTOUT/opted-out " "$got"
 # Troubleshooting: the account a PolicyServer really uses, for
 # policyServerServiceAccount.
 if [[ -n $CRDS ]]; then

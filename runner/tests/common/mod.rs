@@ -56,3 +56,14 @@ pub fn session(name: &str) -> Session {
 pub fn request(name: &str) -> Value {
     load_request(root().join("test_data").join(name)).expect("load request")
 }
+
+/// The Kata-mandatory refusals: `incompatiblePod`, `noFeasibleNode` and
+/// `lookupFailure` reject, `allowedRuntimeClasses` empty.
+pub fn kata_mandatory() -> Value {
+    serde_json::json!({
+        "incompatiblePod": "reject",
+        "noFeasibleNode": "reject",
+        "allowedRuntimeClasses": [],
+        "lookupFailure": "reject"
+    })
+}
