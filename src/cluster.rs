@@ -29,14 +29,17 @@ pub const NODE_HANDLER_NAME_MASKS: [&str; 4] = [
     "status.runtimeHandlers.name",
 ];
 
-/// [`NODE_FIELD_MASKS`] and the whole runtime handler entries, features
-/// included: asked only for the rare pods whose start depends on a
-/// handler's feature (`hostUsers: false`, `recursiveReadOnly: Enabled`).
-/// A second fixed query, so a second cache, never one per pod.
-pub const NODE_HANDLER_FEATURE_MASKS: [&str; 4] = [
+/// [`NODE_FIELD_MASKS`], the whole runtime handler entries, features
+/// included, and the CRI's own `status.features`: asked only for the rare
+/// pods whose start depends on a feature (`hostUsers: false`,
+/// `recursiveReadOnly: Enabled`, `supplementalGroupsPolicy: Strict`). A
+/// second fixed query, so a second cache, never one per pod. Sorted, as
+/// kwctl's replay compares them.
+pub const NODE_HANDLER_FEATURE_MASKS: [&str; 5] = [
     "spec.taints",
     "spec.unschedulable",
     "status.allocatable",
+    "status.features",
     "status.runtimeHandlers",
 ];
 
@@ -479,16 +482,19 @@ mod tests {
         );
         // The masks go out in the order kwctl's replay compares them in
         // (sorted), whichever query it is.
-        for (masks, handlers) in [
-            (NodeMasks::HandlerNames, "status.runtimeHandlers.name"),
-            (NodeMasks::HandlerFeatures, "status.runtimeHandlers"),
+        for (masks, status) in [
+            (
+                NodeMasks::HandlerNames,
+                &["status.runtimeHandlers.name"][..],
+            ),
+            (
+                NodeMasks::HandlerFeatures,
+                &["status.features", "status.runtimeHandlers"][..],
+            ),
         ] {
-            let expected = serde_json::json!([
-                "spec.taints",
-                "spec.unschedulable",
-                "status.allocatable",
-                handlers
-            ]);
+            let mut expected = vec!["spec.taints", "spec.unschedulable", "status.allocatable"];
+            expected.extend(status);
+            let expected = serde_json::json!(expected);
             let list = serde_json::to_value(kata_nodes_request(None, masks)).unwrap();
             assert_eq!(list["field_masks"], expected);
             let get = serde_json::to_value(node_request("w1", masks)).unwrap();

@@ -28,11 +28,12 @@ pub enum Feature {
     SeLinux,
     SubPath,
     MemoryEmptyDirLimit,
+    ImageVolumes,
 }
 
 impl Feature {
     /// Every feature, in the order findings are reported.
-    pub const ALL: [Feature; 14] = [
+    pub const ALL: [Feature; 15] = [
         Feature::HostNamespaces,
         Feature::UserNamespaces,
         Feature::Windows,
@@ -47,6 +48,7 @@ impl Feature {
         Feature::SeLinux,
         Feature::SubPath,
         Feature::MemoryEmptyDirLimit,
+        Feature::ImageVolumes,
     ];
 
     /// The features checked by default: those that make a pod fail or
@@ -58,7 +60,7 @@ impl Feature {
     /// on the node instead; the privileged pods that need the host are
     /// caught by hostSockets, hostDevices, mountPropagation and
     /// hostNamespaces.
-    pub const DEFAULT: [Feature; 8] = [
+    pub const DEFAULT: [Feature; 9] = [
         Feature::HostNamespaces,
         Feature::UserNamespaces,
         Feature::Windows,
@@ -67,6 +69,7 @@ impl Feature {
         Feature::MountPropagation,
         Feature::DeviceResources,
         Feature::DynamicResources,
+        Feature::ImageVolumes,
     ];
 
     /// The name used in `skipPodsUsing`.
@@ -86,6 +89,7 @@ impl Feature {
             Feature::SeLinux => "seLinux",
             Feature::SubPath => "subPath",
             Feature::MemoryEmptyDirLimit => "memoryEmptyDirLimit",
+            Feature::ImageVolumes => "imageVolumes",
         }
     }
 
@@ -213,6 +217,8 @@ pub struct Volume {
     pub host_path: Option<HostPath>,
     /// The `sizeLimit` of an `emptyDir` with `medium: Memory`.
     pub memory_size_limit: Option<String>,
+    /// An image volume (`image`, KEP-4639): its `reference`, "" when unset.
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -262,6 +268,7 @@ pub fn check(pod: &RuntimeFacts, settings: &CompatSettings) -> Vec<Finding> {
             Feature::SeLinux => se_linux(pod, &mut add),
             Feature::SubPath => sub_path(pod, &mut add),
             Feature::MemoryEmptyDirLimit => memory_empty_dir_limit(pod, &mut add),
+            Feature::ImageVolumes => image_volumes(pod, &mut add),
         }
     }
     findings
@@ -462,6 +469,84 @@ fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
         add(format!(
             "claim {:?}{source}, {used_by}, asks for DRA-allocated devices, which Kata does not pass into its VM",
             claim.name
+        ));
+    }
+    // KEP-5004 (beta, on by default in 1.36): every DeviceClass also answers
+    // to this extended resource, which the scheduler allocates through DRA,
+    // never from the node's allocatable.
+    let mut classes = Grouped::default();
+    for c in &pod.containers {
+        for name in &c.resources {
+            if let Some(class) = name.strip_prefix(DEVICE_CLASS_RESOURCE_PREFIX) {
+                classes.add(class, c);
+            }
+        }
+    }
+    for (class, users) in classes.entries {
+        add(format!(
+            "DeviceClass {class:?} (extended resource {DEVICE_CLASS_RESOURCE_PREFIX}{class}), asked for by {}, \
+             is served by DRA-allocated devices, which Kata does not pass into its VM",
+            users.join(", ")
+        ));
+    }
+}
+
+/// The implicit extended resource of every DeviceClass:
+/// `deviceclass.resource.kubernetes.io/<class>`.
+pub const DEVICE_CLASS_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+/// Names with the containers that use each, in order of first use; one
+/// lookup per use, so linear in the pod however a tenant shapes it.
+#[derive(Default)]
+struct Grouped<'a> {
+    index: std::collections::HashMap<&'a str, usize>,
+    entries: Vec<(&'a str, Vec<String>)>,
+}
+
+impl<'a> Grouped<'a> {
+    /// Records that container `c` uses `name`, once per container.
+    fn add(&mut self, name: &'a str, c: &Container) {
+        let at = *self.index.entry(name).or_insert_with(|| {
+            self.entries.push((name, Vec::new()));
+            self.entries.len() - 1
+        });
+        if let Some((_, users)) = self.entries.get_mut(at) {
+            let label = c.label();
+            if users.last() != Some(&label) {
+                users.push(label);
+            }
+        }
+    }
+}
+
+fn image_volumes(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+    // Only mounted volumes count: an image volume no container mounts is
+    // pulled but never reaches the VM. Volumes by name, once per pod.
+    let mut images = std::collections::HashMap::new();
+    for v in &pod.volumes {
+        if let Some(reference) = &v.image {
+            images.entry(v.name.as_str()).or_insert(reference.as_str());
+        }
+    }
+    if images.is_empty() {
+        return;
+    }
+    let mut mounted = Grouped::default();
+    for c in &pod.containers {
+        for m in &c.mounts {
+            if let Some((name, _)) = images.get_key_value(m.volume.as_str()) {
+                mounted.add(name, c);
+            }
+        }
+    }
+    for (name, users) in mounted.entries {
+        let image = match images.get(name) {
+            Some(reference) if !reference.is_empty() => format!(" (image {reference:?})"),
+            _ => String::new(),
+        };
+        add(format!(
+            "image volume {name:?}{image}, mounted by {}, is an OCI image that Kata cannot mount inside its VM",
+            users.join(", ")
         ));
     }
 }

@@ -5,6 +5,7 @@
 use crate::cluster::{Cluster, LookupError, LookupErrorKind, NodeMasks};
 use crate::pod::PodFacts;
 use crate::request::{self, AdmissionRequest};
+use crate::scheduling::node_features::FeatureNeeds;
 use crate::scheduling::runtime_handler::HandlerNeeds;
 use crate::scheduling::{Broken, Constraints, Feasibility};
 use crate::settings::{HandlerCheck, Outcome, Settings};
@@ -193,11 +194,24 @@ fn evaluate(
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let constraints = constraints.with_handler(handler_needs(pod, &rc.handler, settings));
-    let masks = node_masks(constraints.handler());
+    let constraints = constraints
+        .with_handler(handler_needs(pod, &rc.handler, settings))
+        .with_features(FeatureNeeds {
+            supplemental_groups_policy: pod.strict_supplemental_groups,
+        });
+    let masks = node_masks(constraints.handler(), constraints.features());
+    let gates = &pod.scheduling_gates;
 
     if let Some(names) = constraints.pinned_nodes() {
-        return pinned::decide(object, settings, cluster, &constraints, &names, masks);
+        return pinned::decide(
+            object,
+            settings,
+            cluster,
+            &constraints,
+            &names,
+            masks,
+            gates,
+        );
     }
     if let Err(refused) = may_list_nodes(settings, cluster) {
         return refused;
@@ -208,7 +222,7 @@ fn evaluate(
         Err(e) => return lookup_failed(settings, "cannot list kata nodes", &e),
     };
     let (diagnosis, bound_elsewhere) = match constraints.find_feasible(&node_bytes) {
-        Ok(Feasibility::Fits { broken }) => return mutate(object, class, broken),
+        Ok(Feasibility::Fits { broken }) => return mutate(object, class, broken, gates),
         Ok(Feasibility::NoneFits {
             diagnosis,
             bound_elsewhere,
@@ -246,9 +260,13 @@ fn handler_needs(pod: &PodFacts, handler: &str, settings: &Settings) -> Option<H
 }
 
 /// The fixed node query for these needs: the handlers' names for every
-/// pod, their features only for the rare pods that depend on one.
-fn node_masks(needs: Option<&HandlerNeeds>) -> NodeMasks {
+/// pod, the features (the handlers' and the CRI's `status.features`) only
+/// for the rare pods that depend on one. A pod that needs a CRI feature
+/// reads it whatever `runtimeHandlerCheck` says, through the same second
+/// query: never a query per pod shape.
+fn node_masks(needs: Option<&HandlerNeeds>, features: FeatureNeeds) -> NodeMasks {
     match needs {
+        _ if features.any() => NodeMasks::HandlerFeatures,
         None => NodeMasks::Plain,
         Some(needs) if needs.needs_features() => NodeMasks::HandlerFeatures,
         Some(_) => NodeMasks::HandlerNames,
@@ -380,8 +398,52 @@ fn volume_refused(settings: &Settings, user: &str, refusal: Refusal) -> Decision
 }
 
 /// The mutation, once a kata node can run the pod. `broken`: nodes the
-/// scheduler may pick too, whose runtime cannot start it.
-fn mutate(object: &str, class: &str, broken: Option<Broken>) -> Decision {
+/// scheduler may pick too, whose runtime cannot start it. `gates`: the
+/// pod's scheduling gates, which get a warning of their own.
+fn mutate(object: &str, class: &str, broken: Option<Broken>, gates: &[String]) -> Decision {
+    let decision = mutate_ungated(object, class, broken);
+    match (decision, gated_note(gates)) {
+        (
+            Decision::Mutate {
+                object,
+                explanation,
+                ..
+            },
+            Some(note),
+        ) => Decision::Mutate {
+            object,
+            explanation: format!("{explanation}; {note}"),
+            warn: true,
+        },
+        (decision, _) => decision,
+    }
+}
+
+/// How many gates the note names; the rest are counted.
+const GATES_NAMED: usize = 3;
+
+/// The warning for a gated pod given Kata: while it is gated, its
+/// `nodeSelector` and required node affinity may still be narrowed (Kueue
+/// injects its ResourceFlavor's `nodeLabels` when it ungates the pod), and
+/// `runtimeClassName` cannot change after creation. `None` when ungated.
+fn gated_note(gates: &[String]) -> Option<String> {
+    if gates.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = (gates.iter().take(GATES_NAMED))
+        .map(|g| format!("{g:?}"))
+        .collect();
+    if gates.len() > GATES_NAMED {
+        named.push(format!("and {} more", gates.len() - GATES_NAMED));
+    }
+    Some(format!(
+        "the pod has schedulingGates ({}): node constraints added before it is ungated are not checked, \
+         and it stays Pending if they exclude every kata node",
+        named.join(", ")
+    ))
+}
+
+fn mutate_ungated(object: &str, class: &str, broken: Option<Broken>) -> Decision {
     match mutation::set_runtime_class(object, class) {
         Ok(object) => match broken {
             // Names no node and no count: without broken nodes the search

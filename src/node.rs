@@ -251,12 +251,23 @@ impl<'a> RuntimeHandlers<'a> {
     }
 }
 
+/// `status.features`: what the node's container runtime (its CRI, not one
+/// handler) supports, as the kubelet reports it. A field that is absent,
+/// null or not `true` is not supported, as in the kubelet; a value that is
+/// not an object reports nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeFeatures {
+    /// `supplementalGroupsPolicy: true`: the CRI honours `Strict`.
+    pub supplemental_groups_policy: bool,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Node<'a> {
     pub metadata: NodeMeta<'a>,
     pub spec: NodeSpec<'a>,
     pub allocatable: Allocatable<'a>,
     pub runtime_handlers: RuntimeHandlers<'a>,
+    pub features: NodeFeatures,
 }
 
 impl Node<'_> {
@@ -369,6 +380,7 @@ fn read_node<'de>(
     node.spec.unschedulable = false;
     node.allocatable = Allocatable::default();
     node.runtime_handlers = RuntimeHandlers::default();
+    node.features = NodeFeatures::default();
     c.object(|c, key| {
         match key.as_bytes() {
             b"kind" if check_kind => {
@@ -386,8 +398,9 @@ fn read_node<'de>(
             b"status" => {
                 node.allocatable = Allocatable::default();
                 node.runtime_handlers = RuntimeHandlers::default();
+                node.features = NodeFeatures::default();
                 if !c.eat_null()? {
-                    read_status(c, &mut node.allocatable, &mut node.runtime_handlers)?;
+                    read_status(c, node)?;
                 }
             }
             b"spec" => {
@@ -408,22 +421,42 @@ fn read_node<'de>(
     }
 }
 
-/// Reads `status`, keeping the text of `allocatable` and `runtimeHandlers`.
-fn read_status<'de>(
-    c: &mut Cursor<'de>,
-    allocatable: &mut Allocatable<'de>,
-    handlers: &mut RuntimeHandlers<'de>,
-) -> Result<(), String> {
+/// Reads `status`, keeping the text of `allocatable` and `runtimeHandlers`,
+/// and reading `features`. A repeated key overrides the earlier one, as in
+/// serde_json.
+fn read_status<'de>(c: &mut Cursor<'de>, node: &mut Node<'de>) -> Result<(), String> {
     c.object(|c, key| {
         match key.as_bytes() {
-            b"allocatable" if !c.eat_null()? => allocatable.raw = Some(c.raw_object()?),
-            b"allocatable" => allocatable.raw = None,
+            b"allocatable" if !c.eat_null()? => node.allocatable.raw = Some(c.raw_object()?),
+            b"allocatable" => node.allocatable.raw = None,
             // Any JSON value: a list that is not one reports nothing.
-            b"runtimeHandlers" => handlers.raw = Some(c.raw_value()?),
+            b"runtimeHandlers" => node.runtime_handlers.raw = Some(c.raw_value()?),
+            b"features" => node.features = read_features(c)?,
             _ => c.skip_value()?,
         }
         Ok(())
     })
+}
+
+/// Reads `status.features`; any value that is not an object reports nothing.
+fn read_features(c: &mut Cursor<'_>) -> Result<NodeFeatures, String> {
+    let mut features = NodeFeatures::default();
+    if !c.peek_is(b'{') {
+        c.skip_value()?;
+        return Ok(features);
+    }
+    c.object(|c, key| match key.as_bytes() {
+        b"supplementalGroupsPolicy" => {
+            let on = c.peek_is(b't') && c.boolean()?;
+            if !on {
+                c.skip_value()?;
+            }
+            features.supplemental_groups_policy = on;
+            Ok(())
+        }
+        _ => c.skip_value(),
+    })?;
+    Ok(features)
 }
 
 fn read_meta<'de>(

@@ -78,7 +78,27 @@ struct PodSpec {
     #[serde(default)]
     os: Option<RawOs>,
     #[serde(default)]
-    security_context: Option<RawSecurity>,
+    security_context: Option<RawPodSecurity>,
+    #[serde(default)]
+    scheduling_gates: Option<Vec<RawGate>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RawGate {
+    #[serde(default)]
+    name: String,
+}
+
+/// The pod's `securityContext`: a container's fields, and the pod-only
+/// ones (a container's context has no `supplementalGroupsPolicy`, so it is
+/// not read there).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawPodSecurity {
+    #[serde(flatten)]
+    common: RawSecurity,
+    #[serde(default)]
+    supplemental_groups_policy: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -154,6 +174,15 @@ struct RawVolume {
     host_path: Option<RawHostPath>,
     #[serde(default)]
     empty_dir: Option<RawEmptyDir>,
+    #[serde(default)]
+    image: Option<RawImageSource>,
+}
+
+/// An image volume (KEP-4639).
+#[derive(Debug, Default, Deserialize)]
+struct RawImageSource {
+    #[serde(default)]
+    reference: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -256,6 +285,12 @@ pub struct PodFacts {
     /// handler to support it (`IfPossible` falls back, `Disabled` asks
     /// nothing).
     pub recursive_read_only: bool,
+    /// `securityContext.supplementalGroupsPolicy: Strict`: the kubelet then
+    /// needs the node's CRI to report the feature.
+    pub strict_supplemental_groups: bool,
+    /// `spec.schedulingGates` names: while any is set, the pod's node
+    /// constraints may still be narrowed.
+    pub scheduling_gates: Vec<String>,
 }
 
 impl PodFacts {
@@ -268,7 +303,7 @@ impl PodFacts {
             serde_json::from_str(raw).map_err(|e| format!("the object is not a valid Pod: {e}"))?;
         let meta = pod.metadata.unwrap_or_default();
         let has_spec = pod.spec.is_some();
-        let spec = pod.spec.unwrap_or_default();
+        let mut spec = pod.spec.unwrap_or_default();
         let invalid = |e: String| format!("the object is not a valid Pod: {e}");
         let resources = pod_resources(&spec).map_err(invalid)?;
         let overhead = spec
@@ -281,7 +316,12 @@ impl PodFacts {
             .chain(spec.init_containers.iter().flatten())
             .flat_map(|c| c.volume_mounts.iter().flatten())
             .any(|m| m.recursive_read_only.as_deref() == Some("Enabled"));
-        let mut spec = spec;
+        let strict_supplemental_groups = (spec.security_context.as_ref())
+            .and_then(|s| s.supplemental_groups_policy.as_deref())
+            == Some("Strict");
+        let scheduling_gates = (spec.scheduling_gates.take().into_iter().flatten())
+            .map(|g| g.name)
+            .collect();
         let runtime = runtime_facts(&mut spec, &resources, meta.annotations.as_ref());
         let claims = spec
             .volumes
@@ -328,6 +368,8 @@ impl PodFacts {
             namespace: meta.namespace.filter(|n| !n.is_empty()),
             claims,
             recursive_read_only,
+            strict_supplemental_groups,
+            scheduling_gates,
         })
     }
 }
@@ -378,7 +420,7 @@ fn runtime_facts(
         })
         .collect();
     let volumes = (spec.volumes.iter().flatten())
-        .filter(|v| v.host_path.is_some() || v.empty_dir.is_some())
+        .filter(|v| v.host_path.is_some() || v.empty_dir.is_some() || v.image.is_some())
         .map(|v| compat::Volume {
             name: v.name.clone(),
             host_path: v.host_path.as_ref().map(|h| compat::HostPath {
@@ -390,6 +432,7 @@ fn runtime_facts(
                 .and_then(|e| e.size_limit.as_ref())
                 .map(|q| q.get().trim_matches('"').to_string())
                 .filter(|q| q != "null"),
+            image: (v.image.as_ref()).map(|i| i.reference.clone().unwrap_or_default()),
         })
         .collect();
     let app_armor_annotations = (annotations.into_iter().flatten())
@@ -402,7 +445,7 @@ fn runtime_facts(
         host_namespaces,
         host_users: spec.host_users,
         os_name: spec.os.as_ref().and_then(|os| os.name.clone()),
-        security: security(spec.security_context.as_ref()),
+        security: security(spec.security_context.as_ref().map(|s| &s.common)),
         containers,
         volumes,
         app_armor_annotations,

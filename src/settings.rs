@@ -517,7 +517,8 @@ mod tests {
                 "hostDevices",
                 "mountPropagation",
                 "deviceResources",
-                "dynamicResources"
+                "dynamicResources",
+                "imageVolumes"
             ]
         );
         assert_eq!(d.host_socket_paths, DEFAULT_HOST_SOCKET_PATHS);

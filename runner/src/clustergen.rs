@@ -211,8 +211,10 @@ pub enum View {
     /// … and `status.runtimeHandlers.name`: policy-server's masks walk into
     /// arrays, so each entry keeps only its `name` (every pod, by default).
     HandlerNames,
-    /// … and `status.runtimeHandlers`: the whole entries, features included
-    /// (pods with `hostUsers: false` or a `recursiveReadOnly: Enabled` mount).
+    /// … and `status.runtimeHandlers` (the whole entries, features
+    /// included) and `status.features` (pods with `hostUsers: false`, a
+    /// `recursiveReadOnly: Enabled` mount, or `supplementalGroupsPolicy:
+    /// Strict`).
     HandlerFeatures,
     /// No field masks: the whole Node, `status` with its images and conditions.
     Unmasked,
@@ -229,10 +231,11 @@ impl View {
             "status.allocatable",
             "status.runtimeHandlers.name",
         ];
-        const FEATURES: [&str; 4] = [
+        const FEATURES: [&str; 5] = [
             "spec.taints",
             "spec.unschedulable",
             "status.allocatable",
+            "status.features",
             "status.runtimeHandlers",
         ];
         match self {
@@ -361,6 +364,10 @@ pub fn nodes(
             }
             if let Some(handlers) = handlers_in(view, &handlers) {
                 node["status"]["runtimeHandlers"] = handlers;
+            }
+            // containerd 2.x reports the CRI's features (KEP-3619).
+            if matches!(view, View::HandlerFeatures | View::Unmasked) {
+                node["status"]["features"] = json!({"supplementalGroupsPolicy": true});
             }
             node
         })

@@ -670,3 +670,123 @@ fn a_plain_privileged_pod_runs_under_kata_by_default() {
     );
     assert!(FeatureSet::default_set().contains(Feature::DynamicResources));
 }
+
+/// An agent sandbox: its tools come from an image volume, mounted by the
+/// agent, an init container and a sidecar; a second image volume is
+/// mounted by nobody; a volume *named* `image` is an emptyDir.
+fn image_volume_pod() -> Value {
+    let mount = |v: &str| json!({"volumeMounts": [{"name": v, "mountPath": format!("/{v}")}]});
+    json!({
+        "initContainers": [
+            container("setup", mount("tools")),
+            container("proxy", json!({"restartPolicy": "Always",
+                "volumeMounts": [{"name": "tools", "mountPath": "/t"}, {"name": "image", "mountPath": "/i"}]}))
+        ],
+        "containers": [
+            // Mounted twice by one container: named once.
+            container("agent", json!({"volumeMounts": [
+                {"name": "tools", "mountPath": "/a"}, {"name": "tools", "mountPath": "/b", "readOnly": true},
+                {"name": "weights", "mountPath": "/w"}]})),
+            container("idle", json!({}))
+        ],
+        "volumes": [
+            {"name": "tools", "image": {"reference": "ghcr.io/example/tools:1.2", "pullPolicy": "IfNotPresent"}},
+            {"name": "weights", "image": {}},
+            {"name": "unused", "image": {"reference": "ghcr.io/example/unused:1"}},
+            {"name": "image", "emptyDir": {}}
+        ]
+    })
+}
+
+#[test]
+fn image_volumes_name_the_volume_its_image_and_every_container_mounting_it() {
+    assert_eq!(
+        findings(image_volume_pod()),
+        [
+            "image volume \"tools\" (image \"ghcr.io/example/tools:1.2\"), mounted by container \"agent\", \
+             init container \"setup\", init container \"proxy\", is an OCI image that Kata cannot mount inside its VM \
+             (skipPodsUsing: imageVolumes)",
+            "image volume \"weights\", mounted by container \"agent\", is an OCI image that Kata cannot mount \
+             inside its VM (skipPodsUsing: imageVolumes)",
+        ]
+    );
+    assert!(FeatureSet::default_set().contains(Feature::ImageVolumes));
+}
+
+#[test]
+fn only_a_mounted_image_volume_counts() {
+    // Not mounted: pulled, never in the VM.
+    let unmounted = json!({"containers": [container("c", json!({}))],
+        "volumes": [{"name": "tools", "image": {"reference": "r"}}]});
+    assert!(findings(unmounted).is_empty());
+    // A volume named `image`, of another type, or `image: null`.
+    for volume in [
+        json!({"name": "image", "emptyDir": {}}),
+        json!({"name": "image", "hostPath": {"path": "/srv/image"}}),
+        json!({"name": "v", "image": null}),
+    ] {
+        let name = volume["name"].clone();
+        let pod = json!({"containers": [container("c", json!({"volumeMounts": [{"name": name, "mountPath": "/m"}]}))],
+            "volumes": [volume]});
+        assert!(findings(pod.clone()).is_empty(), "{pod}");
+    }
+}
+
+#[test]
+fn image_volumes_get_kata_when_removed_from_the_skip_list() {
+    assert!(enabled(image_volume_pod(), &["dynamicResources", "hostSockets"]).is_empty());
+    assert_eq!(enabled(image_volume_pod(), &["imageVolumes"]).len(), 2);
+}
+
+#[test]
+fn image_volume_lookups_are_linear_in_the_pod() {
+    // 20,000 image volumes, each mounted once, in reverse order: one index
+    // lookup per mount (a quadratic walk would be 4·10^8 comparisons).
+    let n = 20_000;
+    let volumes: Vec<Value> = (0..n)
+        .map(|i| json!({"name": format!("v{i}"), "image": {"reference": format!("r{i}")}}))
+        .collect();
+    let mounts: Vec<Value> = (0..n)
+        .rev()
+        .map(|i| json!({"name": format!("v{i}"), "mountPath": format!("/m{i}")}))
+        .collect();
+    let pod = json!({"containers": [container("c", json!({"volumeMounts": mounts}))], "volumes": volumes});
+    let found = findings(pod);
+    assert_eq!(found.len(), n);
+    assert!(found[0].starts_with("image volume \"v19999\" (image \"r19999\")"));
+}
+
+#[test]
+fn dra_extended_resources_name_the_device_class_and_the_containers() {
+    let pod = json!({
+        "initContainers": [container("warmup", json!({"resources": {"limits": {
+            "deviceclass.resource.kubernetes.io/gpu.example.com": "1"}}}))],
+        "containers": [
+            container("cuda", json!({"resources": {
+                "requests": {"deviceclass.resource.kubernetes.io/gpu.example.com": "2", "cpu": "1"},
+                "limits": {"deviceclass.resource.kubernetes.io/gpu.example.com": "2",
+                           "deviceclass.resource.kubernetes.io/nic.example.com": "1"}}})),
+            // Zero asks for nothing; a name outside the group is not DRA.
+            container("idle", json!({"resources": {"requests": {
+                "deviceclass.resource.kubernetes.io/gpu.example.com": "0",
+                "example.com/deviceclass.resource.kubernetes.io": "1"}}}))
+        ]
+    });
+    let tail = "is served by DRA-allocated devices, which Kata does not pass into its VM \
+                (skipPodsUsing: dynamicResources)";
+    assert_eq!(
+        findings(pod.clone()),
+        [
+            format!(
+                "DeviceClass \"gpu.example.com\" (extended resource deviceclass.resource.kubernetes.io/gpu.example.com), \
+                 asked for by container \"cuda\", init container \"warmup\", {tail}"
+            ),
+            format!(
+                "DeviceClass \"nic.example.com\" (extended resource deviceclass.resource.kubernetes.io/nic.example.com), \
+                 asked for by container \"cuda\", {tail}"
+            ),
+        ]
+    );
+    // Without dynamicResources, judged as before (as a resource).
+    assert!(enabled(pod, &["deviceResources", "imageVolumes"]).is_empty());
+}

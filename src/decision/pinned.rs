@@ -23,6 +23,7 @@ pub(super) fn decide(
     constraints: &Constraints,
     names: &[String],
     masks: NodeMasks,
+    gates: &[String],
 ) -> Decision {
     let class = settings.runtime_class_name.as_str();
     // Validated with the settings; were it not, it would select no node.
@@ -60,8 +61,10 @@ pub(super) fn decide(
             continue;
         }
         match constraints.check(&node) {
-            // Without the handler check no other node matters.
-            Ok(()) if constraints.handler().is_none() => return mutate(object, class, None),
+            // Without a kubelet gate no other node matters.
+            Ok(()) if !constraints.has_kubelet_gates() => {
+                return mutate(object, class, None, gates);
+            }
             Ok(()) => {
                 fits = true;
                 broken.pickable += 1;
@@ -86,7 +89,7 @@ pub(super) fn decide(
         }
     }
     if fits {
-        return mutate(object, class, (broken.count() > 0).then_some(broken));
+        return mutate(object, class, (broken.count() > 0).then_some(broken), gates);
     }
     let pinned = match constraints.node_name() {
         Some(_) => "the pod is bound to node",

@@ -164,9 +164,10 @@ fn the_reader_agrees_with_serde() {
                  "unschedulable":false,"podCIDRs":["10.0.0.0/24"]},"status":{"images":[{"names":["i"],"sizeBytes":12345678901234567890}],"x":[true,false,null,-0.5e-3],
           "allocatable":{"cpu":"15900m","memory":"64Gi","nvidia.com/gpu":"4","pods":"110","hugepages-2Mi":"0"},
           "runtimeHandlers":[{"name":"","features":{"userNamespaces":true}},7,{"name":null},
-            {"name":"kata-qemu","features":{"recursiveReadOnlyMounts":true,"userNamespaces":"yes"}},{"name":"kat\u0061"}]}},
-        {"status":{"allocatable":{"cpu":"1"},"runtimeHandlers":"runc"},"metadata":{"name":"b","labels":null},"spec":null},
-        {"metadata":{"name":"c"},"spec":{"taints":null,"unschedulable":true},"status":{"allocatable":null,"runtimeHandlers":[]}}]}"#;
+            {"name":"kata-qemu","features":{"recursiveReadOnlyMounts":true,"userNamespaces":"yes"}},{"name":"kat\u0061"}],
+          "features":{"supplementalGroupsPolicy":false,"x":{"y":[1]},"supplementalGroupsPolicy":true}}},
+        {"status":{"allocatable":{"cpu":"1"},"runtimeHandlers":"runc","features":[true]},"metadata":{"name":"b","labels":null},"spec":null},
+        {"metadata":{"name":"c"},"spec":{"taints":null,"unschedulable":true},"status":{"allocatable":null,"runtimeHandlers":[],"features":{"supplementalGroupsPolicy":"true"}}}]}"#;
     let filters: [Option<Vec<String>>; 3] = [
         None,
         Some(vec!["zone".into(), "cpu".into()]),
@@ -221,6 +222,10 @@ fn the_reader_agrees_with_serde() {
         [Some(HandlerReport::Nothing); 4],
         "empty"
     );
+    // status.features: the last repeated key wins; not an object, or a
+    // value that is not `true`, supports nothing.
+    let strict: Vec<bool> = nodes.iter().map(|n| n.supplemental_groups_policy).collect();
+    assert_eq!(strict, [true, false, false]);
     for text in &inputs {
         for filter in &filters {
             for stop_after in [usize::MAX, 1, 2] {

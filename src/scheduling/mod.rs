@@ -7,6 +7,7 @@
 
 mod diagnosis;
 pub mod node_affinity;
+pub mod node_features;
 pub mod node_name;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
@@ -36,6 +37,7 @@ pub enum Feasibility<'n> {
     },
 }
 use node_affinity::RequiredNodeAffinity;
+use node_features::FeatureNeeds;
 use node_resources_fit::{FitMemo, ResourceFit};
 use pod_topology_spread::SpreadLabels;
 use runtime_handler::{HandlerNeeds, Lack};
@@ -157,6 +159,9 @@ pub struct Constraints {
     /// The kubelet's runtime-handler gates; `None` with
     /// `runtimeHandlerCheck: off`.
     handler: Option<HandlerNeeds>,
+    /// The kubelet's gate on the node's CRI features, whatever
+    /// `runtimeHandlerCheck` says.
+    features: FeatureNeeds,
     /// The node labels the filters read; a node scan skips all others.
     label_keys: Vec<String>,
 }
@@ -177,6 +182,7 @@ impl Constraints {
             volumes: VolumeCheck::default(),
             spread: SpreadLabels::default(),
             handler: None,
+            features: FeatureNeeds::default(),
             label_keys: Vec::new(),
         };
         c.update_keys();
@@ -230,6 +236,25 @@ impl Constraints {
     /// The runtime-handler gates, if checked.
     pub fn handler(&self) -> Option<&HandlerNeeds> {
         self.handler.as_ref()
+    }
+
+    /// Adds the gate on the node's CRI features, checked after every
+    /// scheduler filter and before the runtime handler.
+    pub fn with_features(mut self, features: FeatureNeeds) -> Self {
+        self.features = features;
+        self
+    }
+
+    /// The CRI features the pod needs of a node.
+    pub fn features(&self) -> FeatureNeeds {
+        self.features
+    }
+
+    /// Whether a node may pass every scheduler filter and still fail a
+    /// kubelet gate: then every node is read, to name those the scheduler
+    /// may pick and the pod would fail on ([`Broken`]).
+    pub fn has_kubelet_gates(&self) -> bool {
+        self.handler.is_some() || self.features.any()
     }
 
     fn update_keys(&mut self) {
@@ -293,7 +318,11 @@ impl Constraints {
             }
         }
         // Last: the scheduler (or the kubelet's admission) would take the
-        // node, and the sandbox would then fail on it.
+        // node, and the kubelet would then refuse the pod (its admission
+        // reads the CRI's features), or the sandbox would fail on it.
+        self.features
+            .passes(node)
+            .map_err(|f| Reason::Runtime(Lack::Unsupported(f)))?;
         if let Some(handler) = &self.handler {
             handler.passes(node).map_err(Reason::Runtime)?;
         }
@@ -315,15 +344,16 @@ impl Constraints {
     }
 
     /// Whether any node of the host's NodeList can run the pod; if none can,
-    /// why. Nodes are checked as they are parsed. Without the handler check,
+    /// why. Nodes are checked as they are parsed. Without a kubelet gate,
     /// parsing stops at the first node that fits: the diagnosis is only
-    /// needed when none does. With it, the whole list is read, to find the
-    /// nodes the scheduler may pick whose runtime cannot start the pod.
+    /// needed when none does. With one (the handler check, a CRI feature),
+    /// the whole list is read, to find the nodes the scheduler may pick
+    /// whose runtime cannot start the pod.
     pub fn find_feasible<'n>(&self, node_list: &'n [u8]) -> Result<Feasibility<'n>, String> {
         let mut diagnosis = Diagnosis::default();
         let mut broken = Broken::default();
         let mut fits = false;
-        let whole_list = self.handler.is_some();
+        let whole_list = self.has_kubelet_gates();
         let mut named_node_seen = false;
         let mut unreadable = None;
         let mut memo = FitMemo::default();

@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 
+use super::node_features::NodeFeature;
 use crate::node::{HandlerReport, Node};
 
 /// A handler feature the pod's start depends on.
@@ -46,6 +47,9 @@ impl Feature {
 /// Why a node's runtime cannot start the pod.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Lack {
+    /// The node's CRI does not report a feature the kubelet's admission
+    /// needs (`node_features`); checked before the handler.
+    Unsupported(NodeFeature),
     /// The node reports handlers, and not the RuntimeClass's.
     NotReported(Arc<str>),
     /// The node reports no handlers at all, and one is needed.
@@ -57,6 +61,7 @@ pub enum Lack {
 impl std::fmt::Display for Lack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Lack::Unsupported(feature) => write!(f, "do not support {feature}"),
             Lack::NotReported(handler) => {
                 write!(f, "do not report runtime handler {handler:?}")
             }

@@ -28,6 +28,8 @@ pub struct Seen {
     pub allocatable: Option<String>,
     /// What the node reports of each of [`HANDLER_NAMES`].
     pub handlers: [Option<HandlerReport>; 4],
+    /// `status.features.supplementalGroupsPolicy` is `true`.
+    pub supplemental_groups_policy: bool,
 }
 
 impl Seen {
@@ -54,6 +56,7 @@ impl Seen {
                 .raw()
                 .map(|r| String::from_utf8_lossy(r).into_owned()),
             handlers: HANDLER_NAMES.map(|h| Some(node.runtime_handlers.report(h))),
+            supplemental_groups_policy: node.features.supplemental_groups_policy,
         }
     }
 }
@@ -242,6 +245,10 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                     seen.allocatable = raw;
                     let handlers = status.runtime_handlers.as_ref();
                     seen.handlers = HANDLER_NAMES.map(|h| Some(report_model(handlers, h)));
+                    seen.supplemental_groups_policy = (status.features.as_ref())
+                        .and_then(|f| f.as_object())
+                        .and_then(|f| f.get("supplementalGroupsPolicy"))
+                        == Some(&serde_json::Value::Bool(true));
                 }
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
@@ -280,6 +287,9 @@ struct Status {
     /// `null` and absent both read as `None`.
     #[serde(rename = "runtimeHandlers", default)]
     runtime_handlers: Option<serde_json::Value>,
+    /// `status.features`, any shape.
+    #[serde(default)]
+    features: Option<serde_json::Value>,
 }
 
 struct MetaSeed<'k>(Option<&'k [String]>);
