@@ -72,6 +72,43 @@ fn runtime_handlers() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// `status.features`: absent (`Null` here), the CRI's answer, or an odd
+/// shape that supports nothing.
+fn node_features() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        2 => Just(Value::Null),
+        3 => any::<bool>().prop_map(|b| json!({ "supplementalGroupsPolicy": b })),
+        1 => prop_oneof![
+            Just(json!({})),
+            Just(json!({"supplementalGroupsPolicy": null})),
+            Just(json!([true])),
+            Just(json!({"supplementalGroupsPolicy": "true"})),
+        ],
+    ]
+}
+
+/// `nodes` without `status.features`, as an older kubelet or CRI reports them.
+fn without_features(nodes: &[Value]) -> Vec<Value> {
+    nodes
+        .iter()
+        .cloned()
+        .map(|mut n| {
+            if let Some(status) = n["status"].as_object_mut() {
+                status.remove("features");
+            }
+            n
+        })
+        .collect()
+}
+
+fn verdict(d: &Decision) -> &'static str {
+    match d {
+        Decision::Mutate { .. } => "mutated",
+        Decision::Leave { .. } => "unchanged",
+        Decision::Reject { .. } => "rejected",
+    }
+}
+
 fn node(name: &'static str) -> impl Strategy<Value = Value> {
     let labels = proptest::collection::btree_map(pick(&LABEL_KEYS), pick(&VALUES), 0..4);
     let taint = (pick(&TAINT_KEYS), pick(&VALUES), pick(&EFFECTS[..3]))
@@ -84,9 +121,10 @@ fn node(name: &'static str) -> impl Strategy<Value = Value> {
         any::<bool>(),
         allocatable,
         runtime_handlers(),
+        node_features(),
     )
         .prop_map(
-            move |(labels, taints, unschedulable, allocatable, handlers)| {
+            move |(labels, taints, unschedulable, allocatable, handlers, features)| {
                 let mut n = json!({"metadata": {"name": name, "labels": labels},
                    "spec": {"taints": taints, "unschedulable": unschedulable}});
                 if let Some(a) = allocatable {
@@ -94,6 +132,9 @@ fn node(name: &'static str) -> impl Strategy<Value = Value> {
                 }
                 if !handlers.is_null() {
                     n["status"]["runtimeHandlers"] = handlers;
+                }
+                if !features.is_null() {
+                    n["status"]["features"] = features;
                 }
                 n
             },
@@ -676,7 +717,7 @@ fn without_the_annotation(annotated: &Value, original: &Value) -> Result<Value, 
 
 /// The ways a pod can use a feature Kata cannot run, each with the
 /// `skipPodsUsing` name that covers it.
-const FEATURE_USES: [(&str, &str); 26] = [
+const FEATURE_USES: [(&str, &str); 28] = [
     ("hostNetwork", "hostNamespaces"),
     ("hostPID", "hostNamespaces"),
     ("hostIPC", "hostNamespaces"),
@@ -706,6 +747,8 @@ const FEATURE_USES: [(&str, &str); 26] = [
     ("memoryEmptyDirLimit", "memoryEmptyDirLimit"),
     ("claimTemplate", "dynamicResources"),
     ("claimByName", "dynamicResources"),
+    ("deviceClassResource", "dynamicResources"),
+    ("imageVolume", "imageVolumes"),
 ];
 
 /// `object` with one use of a feature added to container `which` (of
@@ -782,6 +825,20 @@ fn add_feature_use(object: &mut Value, how: &str, which: prop::sample::Index) {
         "memoryEmptyDirLimit" => {
             volumes
                 .push(json!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}));
+        }
+        "deviceClassResource" => {
+            container["resources"]["limits"]["deviceclass.resource.kubernetes.io/gpu.example.com"] =
+                json!("1")
+        }
+        "imageVolume" => {
+            volumes.push(json!({"name": "injected-image",
+                "image": {"reference": "ghcr.io/example/tools:1", "pullPolicy": "IfNotPresent"}}));
+            let mut mounts = container["volumeMounts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            mounts.push(json!({"name": "injected-image", "mountPath": "/tools"}));
+            container["volumeMounts"] = json!(mounts);
         }
         path => host_path(container, path, plain_mount),
     }
@@ -1124,5 +1181,56 @@ proptest! {
         let mut expected: Value = serde_json::from_str(&object.to_string()).unwrap();
         expected["spec"]["runtimeClassName"] = json!("kata");
         prop_assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), expected);
+    }
+
+    /// The kubelet refuses a Strict pod on a node whose CRI does not report
+    /// the feature: taking the reports away never gives Kata, and a Strict
+    /// pod that gets Kata has a node that reports it.
+    #[test]
+    fn removing_status_features_never_gives_a_strict_pod_kata(
+        spec in pod_spec(), nodes in nodes(), check in pick(&["auto", "off", "required"]),
+    ) {
+        let mut spec = spec;
+        spec["securityContext"] = json!({"supplementalGroupsPolicy": "Strict"});
+        let settings = json!({"runtimeHandlerCheck": check});
+        let before = decide_with(&pod(spec.clone()), &nodes, settings.clone());
+        let after = decide_with(&pod(spec), &without_features(&nodes), settings);
+        prop_assert!(!matches!(after, Decision::Mutate { .. }), "{:?}", after);
+        if matches!(before, Decision::Mutate { .. }) {
+            prop_assert!(
+                nodes.iter().any(|n| n["status"]["features"]["supplementalGroupsPolicy"] == json!(true)),
+                "mutated with no node supporting Strict: {:?}", before
+            );
+        }
+    }
+
+    /// `Merge`, or no policy, asks nothing of the node's features.
+    #[test]
+    fn status_features_never_matter_to_a_pod_that_is_not_strict(
+        spec in pod_spec(), nodes in nodes(), policy in prop_oneof![Just(json!(null)), Just(json!("Merge"))],
+    ) {
+        let mut spec = spec;
+        spec["securityContext"] = json!({"supplementalGroupsPolicy": policy});
+        prop_assert_eq!(
+            decide(&pod(spec.clone()), &nodes),
+            decide(&pod(spec), &without_features(&nodes))
+        );
+    }
+
+    /// Scheduling gates never change whether a pod gets Kata: only what the
+    /// user is told.
+    #[test]
+    fn gates_never_change_the_verdict(
+        spec in pod_spec(), nodes in nodes(),
+        gates in proptest::collection::vec(pick(&["kueue.x-k8s.io/admission", "example.com/hold", ""]), 1..5),
+    ) {
+        let plain = decide(&pod(spec.clone()), &nodes);
+        let mut gated = spec;
+        gated["schedulingGates"] = json!(gates.iter().map(|g| json!({"name": g})).collect::<Vec<_>>());
+        let after = decide(&pod(gated), &nodes);
+        prop_assert_eq!(verdict(&plain), verdict(&after));
+        if let Decision::Mutate { explanation, warn, .. } = &after {
+            prop_assert!(*warn && explanation.contains("the pod has schedulingGates"), "{}", explanation);
+        }
     }
 }
