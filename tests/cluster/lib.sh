@@ -239,6 +239,18 @@ handlers() {
   [[ $got == "$want" ]] || die "node $name: status.runtimeHandlers reads back as $got after writing $want"
   HANDLERS_SET[$name]=$want
 }
+# features NAME FEATURES_JSON: the node's status.features (the CRI's own,
+# e.g. {"supplementalGroupsPolicy":true}), as the kubelet publishes them,
+# through the status subresource by a JSON merge patch (allocatable,
+# conditions and runtimeHandlers stay). Read back at once, as handlers does:
+# an API server that drops the field stops the suite here.
+features() {
+  local name=$1 want got
+  want=$(jq -cS . <<<"$2")
+  k patch node "$name" --subresource=status --type=merge -p "{\"status\":{\"features\":$want}}" >/dev/null
+  got=$(k get node "$name" -o json | jq -cS '.status.features')
+  [[ $got == "$want" ]] || die "node $name: status.features reads back as $got after writing $want"
+}
 # handlers_kept NODE...: the nodes whose status.runtimeHandlers no longer read
 # as handlers wrote them, "name: now" each; nothing when all are kept.
 handlers_kept() {

@@ -766,6 +766,9 @@ scenario docker-agent unchanged "(skipPodsUsing: hostSockets)"
 # (a default) leaves it alone, that reason alone.
 scenario privileged mutated
 scenario csi-node-plugin unchanged 'Warning: kata runtime not assigned: container "node-driver" mounts hostPath volume "kubelet-dir" (/var/lib/kubelet) with mountPropagation Bidirectional, which does not cross the Kata VM boundary (skipPodsUsing: mountPropagation)'
+# An image volume is an OCI image the kubelet mounts on the node: not inside
+# Kata's VM (imageVolumes, a default).
+scenario image-volume unchanged 'Warning: kata runtime not assigned: image volume "tools" (image "registry.example.com/tools:v1"), mounted by container "agent", is an OCI image that Kata cannot mount inside its VM (skipPodsUsing: imageVolumes)'
 
 audit=$(audit_of plain)
 if [[ $audit == *'decision":"mutated"'* ]]; then
@@ -959,6 +962,11 @@ mandatory_refused() {
 USERNS_FINDING='the pod sets hostUsers: false (a user namespace), which the Kata runtime handler does not support: the kubelet would not start it (skipPodsUsing: userNamespaces)'
 mandatory_refused "hostUsers: false" mandatory-userns tests/cluster/pods/plain.yaml '.spec.hostUsers = false' \
   "kata runtime required (incompatiblePod: reject), and not assigned: $USERNS_FINDING"
+# The Kata-mandatory example keeps the default skipPodsUsing, which has
+# imageVolumes: an image volume pod is refused, in the words of the
+# image-volume scenario above.
+mandatory_refused "image volume" image-volume tests/cluster/pods/image-volume.yaml . \
+  'kata runtime required (incompatiblePod: reject), and not assigned: image volume "tools" (image "registry.example.com/tools:v1"), mounted by container "agent", is an OCI image that Kata cannot mount inside its VM (skipPodsUsing: imageVolumes)'
 mandatory_refused "runtimeClassName runc" mandatory-runc tests/cluster/pods/plain.yaml '.spec.runtimeClassName = "runc"' \
   'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
 # The original master-pinned pod (seed): no kata node can run it, in the
@@ -1402,6 +1410,141 @@ kept=$(handlers_kept worker-1 worker-2 master worker-3 kata-lone kata-good kata-
   fail "runtimeHandlers rewritten: $kept"
 # Back to the four nodes the faults below expect.
 k delete node kata-lone kata-good kata-broken >/dev/null
+
+echo "# node features: status.features through policy-server's field masks"
+# A pod with securityContext.supplementalGroupsPolicy: Strict starts only on
+# a node whose CRI reports status.features.supplementalGroupsPolicy: true
+# (elsewhere the kubelet refuses it: SupplementalGroupsPolicyNotSupported);
+# the scheduler never reads status.features. The policy reads them through
+# its second node query (masks status.features and status.runtimeHandlers,
+# a watch cache of its own). Pool strict, behind its own label and taint as
+# the handler pools are, so that no other pod counts its nodes:
+#   kata-strict-a: first without the feature (the pod is left alone; by hand
+#     the scheduler binds it there), then with it, written through the
+#     status subresource (the pod gets Kata and lands there, the pool's only
+#     node);
+#   kata-strict-b: without the feature, added last (the pod gets Kata, with
+#     a warning that names it).
+# Both are deleted at the end of this part, as the handler pools are.
+STRICT="supplementalGroupsPolicy: Strict"
+# until_assigned FILE: server-side dry runs of the pod (as until_cached) until
+# it gets the kata class without a warning (at most 10 s): the node change
+# that makes it runnable has reached policy-server's cache.
+until_assigned() {
+  local t out
+  t=$(date +%s%N)
+  until out=$(manifest_json "$1" | jq '.metadata.name = "cache-probe"' | k -n $TENANT create --dry-run=server -o json -f - 2>"$D/dry.err") &&
+    [[ ! -s $D/dry.err && $(jq -r '.spec.runtimeClassName // "none"' <<<"$out") == kata ]]; do
+    (($(date +%s%N) - t < 10000000000)) || break
+    sleep 0.2
+  done
+  log "$(basename "$1" .yaml): the node change reached policy-server after $((($(date +%s%N) - t) / 1000000)) ms"
+}
+pool_node kata-strict-a strict "$KATA_HANDLERS"
+until_cached tests/cluster/pods/strict-none.yaml "do not support $STRICT"
+scenario strict-none unchanged "Warning: kata runtime not assigned: 0/3 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) do not support $STRICT, 1 node(s) had untolerated taint {dedicated: db}" \
+  binds kata-strict-a
+# The kubelet's part: the feature through the status subresource (lib.sh's
+# features reads it back). The same pod now gets Kata, no warning, and the
+# scheduler binds it to kata-strict-a, the node that reports the feature.
+features kata-strict-a '{"supplementalGroupsPolicy":true}'
+until_assigned tests/cluster/pods/strict-one.yaml
+scenario strict-one mutated
+where=$(placed $TENANT strict-one)
+reported=$(k get node "$where" -o json 2>/dev/null | jq -c '.status.features' 2>/dev/null || true)
+if [[ $where == kata-strict-a && $reported == '{"supplementalGroupsPolicy":true}' ]]; then
+  pass "strict-one: bound to $where, which reports features $reported"
+else
+  fail "strict-one: placed '$where' (features ${reported:-none}), not on kata-strict-a"
+fi
+# A second kata node in the pool, without the feature: both can take the
+# pod, one cannot start it. Kata, with the warning naming it; the scheduler
+# may pick either.
+pool_node kata-strict-b strict "$KATA_HANDLERS"
+until_cached tests/cluster/pods/strict-pair.yaml "(kata-strict-b)"
+STRICT_WARNING="kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not support $STRICT (kata-strict-b): if the scheduler picks one, the pod will not start"
+scenario strict-pair mutated "Warning: $STRICT_WARNING"
+audit=$(audit_of strict-pair)
+if [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"$audit") == mutated &&
+  $(jq -r --arg w "$WEBHOOK" '.[$w + "/reason"]' <<<"$audit") == "$STRICT_WARNING" ]]; then
+  pass "strict-pair: audit decision mutated, the warning as the reason"
+else
+  fail "strict-pair: audit annotations: $audit"
+fi
+# status.features through the masks: the NodeList policy-server's host
+# answers the features query with, as kwctl (the same policy-evaluator)
+# records it against this API server, for the same pod.
+jq -n --argjson pod "$(manifest_json tests/cluster/pods/strict-pair.yaml)" --arg ns $TENANT \
+  '{uid:"6d1f3a52-9e0b-4c7e-8a41-000000000002",kind:{group:"",version:"v1",kind:"Pod"},resource:{group:"",version:"v1",resource:"pods"},
+    name:$pod.metadata.name,namespace:$ns,operation:"CREATE",userInfo:{username:"kubernetes-admin",groups:["system:masters"]},
+    object:($pod | .metadata.namespace = $ns),oldObject:null,dryRun:false}' >"$D/strict-pair-request.json"
+out=$(KUBECONFIG=$D/admin.kubeconfig "$KWCTL" run --allow-context-aware --settings-json "$SETTINGS" \
+  --record-host-capabilities-interactions "$D/strict-pair-session.yml" -r "$D/strict-pair-request.json" \
+  "$POLICY_FILE" 2>"$D/kwctl-run.log" || true)
+seen=$(list_payload "$D/strict-pair-session.yml" status.features |
+  jq -c '[.items[] | select(.metadata.name | startswith("kata-strict-")) | {(.metadata.name): .status.features}] | add' 2>/dev/null || true)
+if [[ $(jq -cS . <<<"${seen:-null}" 2>/dev/null) == '{"kata-strict-a":{"supplementalGroupsPolicy":true},"kata-strict-b":null}' &&
+  $(jq -r '.warnings[0]' <<<"${out:-null}" 2>/dev/null) == "$STRICT_WARNING" ]]; then
+  pass "mask status.features: the host's NodeList has it as written ($seen); kwctl's answer the same as policy-server's"
+else
+  fail "mask status.features: the host's answer: ${seen:-none (see $D/kwctl-run.log)}; kwctl: $out"
+fi
+# Only Strict asks for the feature: the same pod with Merge gets Kata from
+# the pool without a warning.
+out=$(manifest_json tests/cluster/pods/strict-pair.yaml | jq '.metadata.name = "merge-probe" | .spec.securityContext.supplementalGroupsPolicy = "Merge"' |
+  k -n $TENANT create --dry-run=server -o json -f - 2>"$D/dry.err" || true)
+if [[ $(jq -r '.spec.runtimeClassName // "none"' <<<"${out:-null}" 2>/dev/null) == kata && ! -s $D/dry.err ]]; then
+  pass "supplementalGroupsPolicy: Merge in pool strict: Kata, no warning"
+else
+  fail "supplementalGroupsPolicy: Merge in pool strict: class $(jq -r '.spec.runtimeClassName // "none"' <<<"${out:-null}" 2>/dev/null), $(one_line "$(cat "$D/dry.err")")"
+fi
+# The features write kept the handlers (a merge patch of features alone).
+kept=$(handlers_kept kata-strict-a kata-strict-b)
+[[ -z $kept ]] && pass "status.features written: the pool's runtimeHandlers still as written" ||
+  fail "status.features written: runtimeHandlers rewritten: $kept"
+k delete node kata-strict-a kata-strict-b >/dev/null
+
+echo "# scheduling gates: a gated pod given Kata, then narrowed and ungated"
+# While a pod is gated, its nodeSelector may still be narrowed (Kueue adds
+# its ResourceFlavor's node labels as it ungates the pod), after the policy
+# judged it. The policy gives Kata and says so; a narrowing that excludes
+# every kata node leaves the pod Pending: the documented limit.
+GATED_WARNING='runtimeClassName "kata" assigned: a kata node can run this pod; the pod has schedulingGates ("example.com/hold"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node'
+out=$(create_pod $TENANT tests/cluster/pods/gated.yaml)
+if ! pod=$(get $TENANT gated 2>/dev/null); then
+  fail "gated: not created: $out"
+elif [[ $(jq -r '.spec.runtimeClassName // "none"' <<<"$pod") != kata || $(merge_of "$pod") != "$KATA_MERGE" ]]; then
+  fail "gated: not Kata with the RuntimeClass merged: $(jq -c '.spec | {runtimeClassName, overhead, nodeSelector}' <<<"$pod") ($out)"
+elif [[ $(grep '^Warning: ' <<<"$out" || true) != "Warning: $(warning_cut "$GATED_WARNING")" ]]; then
+  fail "gated: Kata, but kubectl's warnings are not the policy's: $out"
+elif ! note=$(decision_note "$pod" mutated "Warning: $GATED_WARNING"); then
+  fail "gated: $note"
+elif [[ $(jq -r '[.spec.nodeName // "", (.status.conditions[]? | select(.type == "PodScheduled") | "\(.status) \(.reason)")] | join("|")' <<<"$pod") != "|False SchedulingGated" ]]; then
+  fail "gated: not held by its gate: $(jq -c '{nodeName: .spec.nodeName, conditions: .status.conditions}' <<<"$pod")"
+else
+  pass "gated: mutated, overhead and node selector merged, with the warning$note; held (PodScheduled False SchedulingGated)"
+  # Narrowed to worker-3 (not a kata node) while gated, as the API server
+  # allows, then ungated: the merged kata selector and the hostname exclude
+  # every node. The scheduler says so and the pod stays Pending.
+  narrowed=$(k -n $TENANT patch pod gated --type=json \
+    -p '[{"op": "add", "path": "/spec/nodeSelector/kubernetes.io~1hostname", "value": "worker-3"}]' 2>&1) || true
+  ungated=$(k -n $TENANT patch pod gated --type=json -p '[{"op": "remove", "path": "/spec/schedulingGates"}]' 2>&1) || true
+  where=$(placed $TENANT gated)
+  sleep 3
+  pod=$(get $TENANT gated)
+  state=$(jq -r '"\(.status.phase), node \(.spec.nodeName // "none"), gates \(.spec.schedulingGates // [] | length), nodeSelector \(.spec.nodeSelector | tostring)"' <<<"$pod")
+  event=$(k -n $TENANT get events --field-selector involvedObject.kind=Pod,involvedObject.name=gated -o json |
+    jq -r '[.items[] | select(.reason == "FailedScheduling") | .message] | last // "none"')
+  if [[ $narrowed != "pod/gated patched" || $ungated != "pod/gated patched" ]]; then
+    fail "gated: narrowing or ungating refused: $narrowed; $ungated"
+  elif [[ $where != "unschedulable: "*"didn't match Pod's node affinity/selector"* ||
+    $state != "Pending, node none, gates 0, nodeSelector "*'"kubernetes.io/hostname":"worker-3"'* ]]; then
+    fail "gated: narrowed to worker-3 and ungated: placed '$where'; now $state; FailedScheduling: $event"
+  else
+    [[ $event != "${where#unschedulable: }" ]] || event="the same"
+    pass "gated: narrowed to worker-3 and ungated, stays Pending ($state): PodScheduled False Unschedulable: ${where#unschedulable: }; the scheduler's FailedScheduling event: $event"
+  fi
+fi
 
 echo "# faults on the real path"
 
