@@ -413,14 +413,16 @@ fn the_shipped_skip_list_is_the_policys_default() {
                 {"name": "docker", "mountPath": "/var/run/docker.sock"},
                 {"name": "fuse", "mountPath": "/dev/fuse"},
                 {"name": "host", "mountPath": "/host", "mountPropagation": "HostToContainer"},
-                {"name": "scratch", "mountPath": "/scratch", "subPath": "a"}
+                {"name": "scratch", "mountPath": "/scratch", "subPath": "a"},
+                {"name": "tools", "mountPath": "/tools"}
             ]
         }],
         "volumes": [
             {"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}},
             {"name": "fuse", "hostPath": {"path": "/dev/fuse", "type": "CharDevice"}},
             {"name": "host", "hostPath": {"path": "/srv"}},
-            {"name": "scratch", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
+            {"name": "scratch", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+            {"name": "tools", "image": {"reference": "registry.example.com/tools:v1"}}
         ],
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
     });
