@@ -499,7 +499,7 @@ pub const DEVICE_CLASS_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.
 /// lookup per use, so linear in the pod however a tenant shapes it.
 #[derive(Default)]
 struct Grouped<'a> {
-    index: std::collections::HashMap<&'a str, usize>,
+    index: std::collections::BTreeMap<&'a str, usize>,
     entries: Vec<(&'a str, Vec<String>)>,
 }
 
@@ -522,7 +522,7 @@ impl<'a> Grouped<'a> {
 fn image_volumes(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // Only mounted volumes count: an image volume no container mounts is
     // pulled but never reaches the VM. Volumes by name, once per pod.
-    let mut images = std::collections::HashMap::new();
+    let mut images = std::collections::BTreeMap::new();
     for v in &pod.volumes {
         if let Some(reference) = &v.image {
             images.entry(v.name.as_str()).or_insert(reference.as_str());

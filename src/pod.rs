@@ -89,16 +89,32 @@ struct RawGate {
     name: String,
 }
 
-/// The pod's `securityContext`: a container's fields, and the pod-only
-/// ones (a container's context has no `supplementalGroupsPolicy`, so it is
-/// not read there).
+/// The pod's `securityContext`: the fields it shares with a container's
+/// (it has no `privileged`), and `supplementalGroupsPolicy`, which only the
+/// pod has (so a container's is never read).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawPodSecurity {
-    #[serde(flatten)]
-    common: RawSecurity,
+    #[serde(default)]
+    seccomp_profile: Option<RawProfile>,
+    #[serde(default)]
+    app_armor_profile: Option<RawProfile>,
+    #[serde(rename = "seLinuxOptions", default)]
+    se_linux_options: Option<BTreeMap<String, Option<String>>>,
     #[serde(default)]
     supplemental_groups_policy: Option<String>,
+}
+
+impl RawPodSecurity {
+    /// The fields shared with a container's context.
+    fn common(&self) -> RawSecurity {
+        RawSecurity {
+            privileged: None,
+            seccomp_profile: self.seccomp_profile.clone(),
+            app_armor_profile: self.app_armor_profile.clone(),
+            se_linux_options: self.se_linux_options.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -122,7 +138,7 @@ struct RawSecurity {
     se_linux_options: Option<BTreeMap<String, Option<String>>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 struct RawProfile {
     #[serde(rename = "type", default)]
     kind: Option<String>,
@@ -445,7 +461,12 @@ fn runtime_facts(
         host_namespaces,
         host_users: spec.host_users,
         os_name: spec.os.as_ref().and_then(|os| os.name.clone()),
-        security: security(spec.security_context.as_ref().map(|s| &s.common)),
+        security: security(
+            spec.security_context
+                .as_ref()
+                .map(RawPodSecurity::common)
+                .as_ref(),
+        ),
         containers,
         volumes,
         app_armor_annotations,
