@@ -401,22 +401,19 @@ fn volume_refused(settings: &Settings, user: &str, refusal: Refusal) -> Decision
 /// scheduler may pick too, whose runtime cannot start it. `gates`: the
 /// pod's scheduling gates, which get a warning of their own.
 fn mutate(object: &str, class: &str, broken: Option<Broken>, gates: &[String]) -> Decision {
-    let decision = mutate_ungated(object, class, broken);
-    match (decision, gated_note(gates)) {
-        (
-            Decision::Mutate {
-                object,
-                explanation,
-                ..
-            },
-            Some(note),
-        ) => Decision::Mutate {
-            object,
-            explanation: format!("{explanation}; {note}"),
-            warn: true,
+    let mut decision = mutate_ungated(object, class, broken);
+    if let (
+        Decision::Mutate {
+            explanation, warn, ..
         },
-        (decision, _) => decision,
+        Some(note),
+    ) = (&mut decision, gated_note(gates))
+    {
+        explanation.push_str("; ");
+        explanation.push_str(&note);
+        *warn = true;
     }
+    decision
 }
 
 /// How many gates the note names; the rest are counted.
