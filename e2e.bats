@@ -46,12 +46,13 @@ no_host_calls() {
 }
 ASSIGNED='runtimeClassName "kata" assigned: a kata node can run this pod'
 # The default skipPodsUsing, written out; each *_OFF list is it without one feature.
-DEFAULT_SKIPS='["hostNamespaces","userNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources"]'
-HOST_SOCKETS_OFF='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","hostDevices","mountPropagation","deviceResources","dynamicResources"]}'
-DYNAMIC_RESOURCES_OFF='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources"]}'
+DEFAULT_SKIPS='["hostNamespaces","userNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources","imageVolumes"]'
+HOST_SOCKETS_OFF='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","hostDevices","mountPropagation","deviceResources","dynamicResources","imageVolumes"]}'
+DYNAMIC_RESOURCES_OFF='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources","imageVolumes"]}'
+IMAGE_VOLUMES_OFF='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources"]}'
 # The defaults plus privileged: for a Kata runtime configured with
 # privileged_without_host_devices = false.
-PRIVILEGED_ON='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","privileged","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources"]}'
+PRIVILEGED_ON='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","privileged","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources","imageVolumes"]}'
 
 @test "plain pod on a cluster with kata workers gets the kata runtime" {
   kwctl_run pod-plain.json kata-workers.yml
@@ -517,11 +518,113 @@ refused_with() {
   refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
 }
 
+# KEP-5004: a DeviceClass's implicit extended resource is served through DRA too.
+DRA_EXTENDED_REASON='kata runtime not assigned: DeviceClass "gpu.example.com" (extended resource deviceclass.resource.kubernetes.io/gpu.example.com), asked for by container "cuda", is served by DRA-allocated devices, which Kata does not pass into its VM (skipPodsUsing: dynamicResources)'
+
+@test "a DeviceClass extended resource (deviceclass.resource.kubernetes.io/...) is a DRA finding, without asking the cluster" {
+  kwctl_run pod-dra-extended-resource.json "$(no_host_calls)"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  reason_is "$DRA_EXTENDED_REASON"
+  # Longer than a warning may be: cut to 255 bytes.
+  warning_is "${DRA_EXTENDED_REASON:0:252}..."
+  [ "$(jq -r '.warnings[0] | utf8bytelength' <<<"$response")" -eq 255 ]
+  # Whatever noFeasibleNode and lookupFailure say.
+  kwctl_run pod-dra-extended-resource.json "$(no_host_calls)" '{"noFeasibleNode":"reject","lookupFailure":"reject"}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  reason_is "$DRA_EXTENDED_REASON"
+  # Asked for in limits only, it is the same finding.
+  jq 'del(.object.spec.containers[0].resources.requests["deviceclass.resource.kubernetes.io/gpu.example.com"])' \
+    test_data/pod-dra-extended-resource.json >"$BATS_TEST_TMPDIR/limits-only.json"
+  kwctl_run "$BATS_TEST_TMPDIR/limits-only.json" "$(no_host_calls)"
+  [ "$status" -eq 0 ]
+  no_patch
+  reason_is "$DRA_EXTENDED_REASON"
+}
+
+@test "incompatiblePod=reject refuses a DeviceClass extended resource, without asking the cluster" {
+  kwctl_run pod-dra-extended-resource.json "$(no_host_calls)" "$INCOMPATIBLE_REJECT"
+  [ "$status" -eq 0 ]
+  refused_with "$REQUIRED${DRA_EXTENDED_REASON#kata runtime not assigned: }"
+}
+
+# KEP-4639 image volumes: an OCI image mounted as a volume.
+IMAGE_VOLUME_FINDING='image volume "tools" (image "ghcr.io/example/agent-tools:1.4"), mounted by container "agent", is an OCI image that Kata cannot mount inside its VM (skipPodsUsing: imageVolumes)'
+
+@test "an agent sandbox that mounts an image volume is left alone, without asking the cluster" {
+  kwctl_run pod-image-volume.json "$(no_host_calls)"
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  decision_is unchanged
+  explained "kata runtime not assigned: $IMAGE_VOLUME_FINDING"
+  # Whatever noFeasibleNode and lookupFailure say.
+  kwctl_run pod-image-volume.json "$(no_host_calls)" '{"noFeasibleNode":"reject","lookupFailure":"reject"}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained "kata runtime not assigned: $IMAGE_VOLUME_FINDING"
+}
+
+@test "an image volume mounted by an init container or a sidecar is named with it" {
+  jq '.object.spec.initContainers[0].volumeMounts += [{"name": "tools", "mountPath": "/opt/tools"}]
+      | .object.spec.initContainers[0].restartPolicy = "Always"' \
+    test_data/pod-image-volume.json >"$BATS_TEST_TMPDIR/sidecar.json"
+  kwctl_run "$BATS_TEST_TMPDIR/sidecar.json" "$(no_host_calls)"
+  [ "$status" -eq 0 ]
+  no_patch
+  decision_is unchanged
+  explained 'kata runtime not assigned: image volume "tools" (image "ghcr.io/example/agent-tools:1.4"), mounted by container "agent", init container "seed-workspace", is an OCI image that Kata cannot mount inside its VM (skipPodsUsing: imageVolumes)'
+}
+
+@test "imageVolumes removed from skipPodsUsing: the agent sandbox is judged on scheduling and gets kata" {
+  kwctl_run pod-image-volume.json kata-workers.yml "$IMAGE_VOLUMES_OFF"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+  reason_is "$ASSIGNED"
+}
+
+@test "an image volume no container mounts, or a volume named image of another type, is no finding" {
+  jq 'del(.object.spec.containers[0].volumeMounts[0])' test_data/pod-image-volume.json \
+    >"$BATS_TEST_TMPDIR/unmounted.json"
+  kwctl_run "$BATS_TEST_TMPDIR/unmounted.json" kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+  jq '.object.spec.volumes[0] = {"name": "image", "configMap": {"name": "agent-tools"}}
+      | .object.spec.containers[0].volumeMounts[0].name = "image"' test_data/pod-image-volume.json \
+    >"$BATS_TEST_TMPDIR/named-image.json"
+  kwctl_run "$BATS_TEST_TMPDIR/named-image.json" kata-workers.yml
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  decision_is mutated
+}
+
+@test "incompatiblePod=reject refuses the image-volume sandbox, without asking the cluster" {
+  for settings in "$INCOMPATIBLE_REJECT" "$KATA_MANDATORY"; do
+    kwctl_run pod-image-volume.json "$(no_host_calls)" "$settings"
+    [ "$status" -eq 0 ]
+    refused_with "$REQUIRED$IMAGE_VOLUME_FINDING"
+    warning_is "$REQUIRED$IMAGE_VOLUME_FINDING"
+  done
+}
+
 @test "incompatiblePod=accept gives exactly the answers of no setting" {
   local cases=(
     "pod-docker-agent.json|kata-workers.yml|{}"
     "pod-user-namespace.json|kata-workers.yml|{}"
     "pod-dra-template.json|NONE|{}"
+    "pod-dra-extended-resource.json|NONE|{}"
+    "pod-image-volume.json|NONE|{}"
     "pod-csi-node-plugin.json|node-worker-2.yml|{}"
     "pod-csi-node-plugin.json|node-worker-2.yml|{\"noFeasibleNode\":\"reject\",\"lookupFailure\":\"reject\"}"
     "pod-mirror.json|NONE|{}"
@@ -576,6 +679,33 @@ refused_with() {
   allowed false
   jq -r .status.message <<<"$response" | grep -q "the object is not a valid Pod"
   [ "$(jq -r .status.code <<<"$response")" = "400" ]
+}
+
+@test "malformed image volumes, supplementalGroupsPolicy and schedulingGates are refused as not a Pod (400)" {
+  local cases=(
+    'pod-image-volume.json|.object.spec.volumes[0].image = "ghcr.io/example/agent-tools:1.4"'
+    'pod-image-volume.json|.object.spec.volumes[0].image = true'
+    'pod-image-volume.json|.object.spec.volumes[0].image.reference = 3'
+    'pod-strict-supplemental-groups.json|.object.spec.securityContext.supplementalGroupsPolicy = 1'
+    'pod-strict-supplemental-groups.json|.object.spec.securityContext.supplementalGroupsPolicy = ["Strict"]'
+    'pod-strict-supplemental-groups.json|.object.spec.securityContext.supplementalGroupsPolicy = {"policy": "Strict"}'
+    'pod-gated.json|.object.spec.schedulingGates = {"name": "kueue.x-k8s.io/admission"}'
+    'pod-gated.json|.object.spec.schedulingGates = "kueue.x-k8s.io/admission"'
+    'pod-gated.json|.object.spec.schedulingGates = ["kueue.x-k8s.io/admission"]'
+    'pod-gated.json|.object.spec.schedulingGates = [{"name": 1}]'
+  )
+  local entry request filter
+  for entry in "${cases[@]}"; do
+    IFS='|' read -r request filter <<<"$entry"
+    jq "$filter" "test_data/$request" >"$BATS_TEST_TMPDIR/hostile.json"
+    # Refused before any question to the cluster.
+    kwctl_run "$BATS_TEST_TMPDIR/hostile.json" "$(no_host_calls)"
+    [ "$status" -eq 0 ]
+    allowed false
+    no_patch
+    [[ "$(jq -r .status.message <<<"$response")" == "the object is not a valid Pod: "* ]]
+    [ "$(jq -r .status.code <<<"$response")" = "400" ]
+  done
 }
 
 @test "a missing RuntimeClass leaves the pod alone" {
@@ -656,7 +786,7 @@ refused_with() {
 # loaded (status.runtimeHandlers). The sessions' RuntimeClass is "kata" with
 # handler "kata-qemu": the pod gets the class name, the nodes report the handler.
 # The default skipPodsUsing without userNamespaces.
-USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources"]}'
+USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","hostDevices","mountPropagation","deviceResources","dynamicResources","imageVolumes"]}'
 
 @test "the k3s story: labelled nodes whose runtime never loaded kata-qemu leave the pod alone" {
   kwctl_run pod-plain.json handlers-k3s.yml
@@ -768,6 +898,128 @@ USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","host
   no_warning
 }
 
+# supplementalGroupsPolicy: Strict: the kubelet admits the pod only on a node
+# whose CRI reports status.features.supplementalGroupsPolicy: true
+# (containerd 2.x does, 1.7 does not). The pod reads the nodes with the
+# feature query (handler entries and status.features), whatever
+# runtimeHandlerCheck says.
+STRICT_UNSUPPORTED='kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not support supplementalGroupsPolicy: Strict'
+STRICT_PARTIAL='kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not support supplementalGroupsPolicy: Strict (kata-2): if the scheduler picks one, the pod will not start'
+
+@test "supplementalGroupsPolicy: Strict on kata nodes still on containerd 1.7 leaves the pod alone" {
+  kwctl_run pod-strict-supplemental-groups.json strict-unsupported.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained "$STRICT_UNSUPPORTED"
+  decision_is unchanged
+  kwctl_run pod-strict-supplemental-groups.json strict-unsupported.yml '{"noFeasibleNode":"reject"}'
+  [ "$status" -eq 0 ]
+  refused_with "$STRICT_UNSUPPORTED"
+}
+
+@test "supplementalGroupsPolicy: Strict mid-upgrade: kata, with a warning naming the containerd 1.7 node" {
+  kwctl_run pod-strict-supplemental-groups.json strict-partial.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  explained "$STRICT_PARTIAL"
+  decision_is mutated
+}
+
+@test "supplementalGroupsPolicy: Strict on containerd 2.x nodes that report it gets kata, no warning" {
+  kwctl_run pod-strict-supplemental-groups.json handlers-userns-supported.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+}
+
+@test "supplementalGroupsPolicy: Strict with runtimeHandlerCheck off still reads status.features" {
+  # The same sessions, the same feature query: off turns off the handler check only.
+  kwctl_run pod-strict-supplemental-groups.json strict-partial.yml '{"runtimeHandlerCheck":"off"}'
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  explained "$STRICT_PARTIAL"
+  kwctl_run pod-strict-supplemental-groups.json strict-unsupported.yml '{"runtimeHandlerCheck":"off"}'
+  [ "$status" -eq 0 ]
+  no_patch
+  explained "$STRICT_UNSUPPORTED"
+  decision_is unchanged
+  kwctl_run pod-strict-supplemental-groups.json strict-partial.yml '{"runtimeHandlerCheck":"required"}'
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  explained "$STRICT_PARTIAL"
+}
+
+@test "supplementalGroupsPolicy: Strict bound to a containerd 1.7 node reads that node with the feature masks" {
+  jq '.object.spec.nodeName = "kata-2"' test_data/pod-strict-supplemental-groups.json \
+    >"$BATS_TEST_TMPDIR/strict-bound.json"
+  kwctl_run "$BATS_TEST_TMPDIR/strict-bound.json" strict-node-kata-2.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained 'kata runtime not assigned: 0/1 kata nodes can run this pod: 1 node(s) do not support supplementalGroupsPolicy: Strict'
+  decision_is unchanged
+}
+
+@test "supplementalGroupsPolicy: Merge asks nothing more: the plain query, and kata" {
+  jq '.object.spec.securityContext.supplementalGroupsPolicy = "Merge"' test_data/pod-strict-supplemental-groups.json \
+    >"$BATS_TEST_TMPDIR/merge.json"
+  kwctl_run "$BATS_TEST_TMPDIR/merge.json" kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  decision_is mutated
+}
+
+# spec.schedulingGates: the pod's node constraints may still change before
+# it is scheduled (Kueue adds its ResourceFlavor's nodeLabels when it ungates it).
+GATED="$ASSIGNED; the pod has schedulingGates (\"kueue.x-k8s.io/admission\"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node"
+
+@test "a Kueue-gated pod gets kata, with a warning that later node constraints are not checked" {
+  kwctl_run pod-gated.json kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  explained "$GATED"
+  decision_is mutated
+}
+
+@test "a gated pod: the gate note follows a partial warning, cut to 255 bytes; the audit reason is whole" {
+  jq '.object.spec.schedulingGates = [{"name": "kueue.x-k8s.io/admission"}]' \
+    test_data/pod-strict-supplemental-groups.json >"$BATS_TEST_TMPDIR/strict-gated.json"
+  kwctl_run "$BATS_TEST_TMPDIR/strict-gated.json" strict-partial.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  decision_is mutated
+  local reason="$STRICT_PARTIAL; the pod has schedulingGates (\"kueue.x-k8s.io/admission\"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node"
+  reason_is "$reason"
+  warning_is "${reason:0:252}..."
+  [ "$(jq -r '.warnings[0] | utf8bytelength' <<<"$response")" -eq 255 ]
+}
+
+@test "a gated pod no kata node can run is left alone with the scheduler's reason; no gates, no note" {
+  jq '.object.spec.nodeSelector = {"node-role.kubernetes.io/master": ""}' test_data/pod-gated.json \
+    >"$BATS_TEST_TMPDIR/gated-master.json"
+  kwctl_run "$BATS_TEST_TMPDIR/gated-master.json" kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  explained "$MASTER_PINNED_REASON"
+  decision_is unchanged
+  jq '.object.spec.schedulingGates = []' test_data/pod-gated.json >"$BATS_TEST_TMPDIR/ungated.json"
+  kwctl_run "$BATS_TEST_TMPDIR/ungated.json" kata-workers.yml
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  no_warning
+  reason_is "$ASSIGNED"
+}
+
 @test "runtimeHandlerCheck takes auto, required or off only" {
   run "$KWCTL" run --allow-context-aware --request-path test_data/pod-plain.json \
     --settings-json '{"runtimeHandlerCheck":"strict"}' \
@@ -845,6 +1097,15 @@ annotated_patch() {
   annotated_patch "$PINNED_UNCHANGED"
   decision_is unchanged
   explained "$MASTER_PINNED_REASON"
+}
+
+@test "annotateDecision: a gated pod carries the gate note in its decision" {
+  kwctl_run pod-gated.json kata-workers.yml "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  allowed true
+  [ "$(jq -r .patch <<<"$response" | base64 -d | jq -c .)" = \
+    "$(jq -cn --arg v "mutated: $GATED" '[{op: "add", path: "/metadata/annotations", value: {"kata-runtime-policy.kubewarden.io/decision": $v}}, {op: "add", path: "/spec/runtimeClassName", value: "kata"}]')" ]
+  explained "$GATED"
 }
 
 @test "annotateDecision: a decision already on the pod is replaced" {

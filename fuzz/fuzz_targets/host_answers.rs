@@ -24,6 +24,10 @@ const RICH: &str = r#"{"request":{"uid":"2","kind":{"group":"","version":"v1","k
 /// answer goes through the single-node reader.
 const BOUND: &str = r#"{"request":{"uid":"3","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"nodeName":"worker-1","containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"1","example.com/dongle":"1"}}}]}}},"settings":{}}"#;
 
+/// A gated pod with `supplementalGroupsPolicy: Strict`: the node answer's
+/// `status.features` decides, and a mutation carries the gate note.
+const STRICT_GATED: &str = r#"{"request":{"uid":"4","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"s"},"spec":{"securityContext":{"runAsUser":1000,"supplementalGroupsPolicy":"Strict"},"schedulingGates":[{"name":"kueue.x-k8s.io/admission"}],"containers":[{"name":"c","image":"nginx"}]}}},"settings":{"annotateDecision":true}}"#;
+
 fuzz_target!(|data: &[u8]| {
     let (runtime_class, nodes) = split_at_nul(data);
     let cluster = FakeCluster {
@@ -31,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         nodes,
         volumes: Vec::new(),
     };
-    for payload in [PLAIN, RICH, BOUND] {
+    for payload in [PLAIN, RICH, BOUND, STRICT_GATED] {
         check_response(
             &render(decide_payload(payload.as_bytes(), &cluster)),
             &[runtime_class, nodes],

@@ -259,7 +259,7 @@ fn hostile_runtime_handlers_never_trap() {
     let userns = request("pod-user-namespace.json");
     // The default skipPodsUsing without userNamespaces.
     let settings = json!({"skipPodsUsing": ["hostNamespaces", "windows", "hostSockets",
-        "hostDevices", "mountPropagation", "deviceResources", "dynamicResources"]});
+        "hostDevices", "mountPropagation", "deviceResources", "dynamicResources", "imageVolumes"]});
     let unsupported = "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) \
                        report runtime handler \"kata-qemu\" without features.userNamespaces \
                        (the pod sets hostUsers: false)";
@@ -492,6 +492,522 @@ fn hostile_resource_claims_never_trap() {
                 );
             }
             Outcome::Invalid => {
+                assert_eq!(verdict["accepted"], false, "{context}");
+                assert_eq!(verdict["code"], 400, "{context}");
+                assert!(
+                    verdict["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .starts_with("the object is not a valid Pod: "),
+                    "{context}"
+                );
+            }
+        }
+    }
+}
+
+/// `session_file` with every node's `status.features` replaced by `raw`,
+/// JSON text as the API server would send it (so a repeated key or an
+/// escaped one reaches the policy as written).
+fn with_features(session_file: &str, raw: &str) -> Session {
+    const MARK: &str = "\"__features__\"";
+    let mut exchanges: Vec<Exchange> = session(session_file).pending().cloned().collect();
+    let last = exchanges.last_mut().expect("a node list");
+    let Response::Success { payload } = &last.response else {
+        panic!("{session_file}: the node list is not a success")
+    };
+    let mut list: Value = serde_json::from_str(payload).unwrap();
+    for node in list["items"].as_array_mut().expect("items") {
+        node["status"]["features"] = json!("__features__");
+    }
+    last.response = Response::Success {
+        payload: list.to_string().replace(MARK, raw),
+    };
+    Session::from_exchanges(exchanges)
+}
+
+/// Hostile `status.features` shapes through the compiled policy, for a
+/// `supplementalGroupsPolicy: Strict` pod: only
+/// `supplementalGroupsPolicy: true` in an object supports it; anything else
+/// supports nothing, and the answer is always a well-formed verdict.
+#[test]
+fn hostile_node_features_never_trap() {
+    let p = policy();
+    let strict = request("pod-strict-supplemental-groups.json");
+    let unsupported = "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+                       2 node(s) do not support supplementalGroupsPolicy: Strict";
+    let nested = format!("{}{}", "[".repeat(60), "]".repeat(60));
+    let many: String = (0..5000)
+        .map(|i| format!("\"feature{i}\":true"))
+        .collect::<Vec<_>>()
+        .join(",");
+    // (status.features as sent, whether it supports Strict)
+    let cases: Vec<(String, bool)> = vec![
+        (r#"{"supplementalGroupsPolicy":true}"#.into(), true),
+        // Not an object: supports nothing.
+        ("[true]".into(), false),
+        (r#""supplementalGroupsPolicy""#.into(), false),
+        ("true".into(), false),
+        ("1".into(), false),
+        ("null".into(), false),
+        (r#"[{"supplementalGroupsPolicy":true}]"#.into(), false),
+        (nested.clone(), false),
+        // An object whose value is not `true`.
+        ("{}".into(), false),
+        (r#"{"supplementalGroupsPolicy":false}"#.into(), false),
+        (r#"{"supplementalGroupsPolicy":null}"#.into(), false),
+        (r#"{"supplementalGroupsPolicy":"true"}"#.into(), false),
+        (r#"{"supplementalGroupsPolicy":1}"#.into(), false),
+        (
+            r#"{"supplementalGroupsPolicy":{"enabled":true}}"#.into(),
+            false,
+        ),
+        (r#"{"supplementalGroupsPolicy":[true]}"#.into(), false),
+        (format!(r#"{{"supplementalGroupsPolicy":{nested}}}"#), false),
+        (r#"{"SupplementalGroupsPolicy":true}"#.into(), false),
+        // Junk around the feature does not hide it.
+        (
+            format!(r#"{{"x":{nested},"supplementalGroupsPolicy":true,"y":{{"z":null}}}}"#),
+            true,
+        ),
+        (
+            format!(r#"{{{many},"supplementalGroupsPolicy":true}}"#),
+            true,
+        ),
+        (format!(r#"{{{many}}}"#), false),
+        // A repeated key: the last one counts, as in serde_json.
+        (
+            r#"{"supplementalGroupsPolicy":false,"supplementalGroupsPolicy":true}"#.into(),
+            true,
+        ),
+        (
+            r#"{"supplementalGroupsPolicy":true,"supplementalGroupsPolicy":false}"#.into(),
+            false,
+        ),
+        (
+            r#"{"supplementalGroupsPolicy":true,"supplementalGroupsPolicy":"x"}"#.into(),
+            false,
+        ),
+        // An escaped key is decoded.
+        (r#"{"supplementalGroups\u0050olicy":true}"#.into(), true),
+    ];
+    for (raw, supported) in &cases {
+        for check in ["auto", "required", "off"] {
+            let settings = json!({"runtimeHandlerCheck": check});
+            let s = with_features("handlers-userns-supported.yml", raw);
+            let raw_text: String = raw.chars().take(200).collect();
+            let verdict = p
+                .validate(&strict, &settings, s)
+                .unwrap_or_else(|e| panic!("trap: {e:#} for {raw_text} {check}"));
+            let context = format!("{raw_text} {check}: {verdict}");
+            assert_eq!(verdict["accepted"], true, "{context}");
+            assert_eq!(p.take_session().remaining(), 0, "{context}");
+            if *supported {
+                assert_eq!(
+                    verdict["audit_annotations"]["decision"], "mutated",
+                    "{context}"
+                );
+                assert_eq!(verdict["warnings"], Value::Null, "{context}");
+            } else {
+                assert_eq!(
+                    verdict["audit_annotations"]["reason"], unsupported,
+                    "{context}"
+                );
+                assert_eq!(verdict["mutated_object"], Value::Null, "{context}");
+            }
+        }
+    }
+    // A pod that is not Strict never reads them: whatever the shape, the
+    // hostUsers: false pod decides on its handler's features alone.
+    let userns = request("pod-user-namespace.json");
+    let settings = json!({"skipPodsUsing": ["hostNamespaces", "windows", "hostSockets",
+        "hostDevices", "mountPropagation", "deviceResources", "dynamicResources", "imageVolumes"]});
+    for (raw, _) in &cases {
+        let verdict = p
+            .validate(
+                &userns,
+                &settings,
+                with_features("handlers-userns-supported.yml", raw),
+            )
+            .unwrap_or_else(|e| panic!("trap: {e:#} for {raw}"));
+        assert_eq!(
+            verdict["audit_annotations"]["decision"], "mutated",
+            "{verdict}"
+        );
+        assert_eq!(verdict["warnings"], Value::Null, "{verdict}");
+    }
+}
+
+/// How a hostile image volume, `supplementalGroupsPolicy` or
+/// `schedulingGates` is judged.
+enum Judged {
+    /// Judged on scheduling: the kata workers fit, no warning.
+    Mutated,
+    /// Given kata, with this reason (a gated pod's note).
+    Gated(String),
+    /// Left alone before any query, with this reason ("" for the thousand
+    /// image volumes, checked one by one).
+    Unchanged(String),
+    /// Refused as not a valid Pod (the API server never sends one).
+    Invalid,
+}
+
+/// Odd shapes of image volumes, `supplementalGroupsPolicy` and
+/// `schedulingGates` through the compiled policy: a well-formed verdict
+/// every time; a shape the API server would never send is not a Pod.
+#[test]
+fn hostile_image_volumes_policies_and_gates_never_trap() {
+    let p = policy();
+    let nested = Value::from_str(&format!("{}{}", "[".repeat(60), "]".repeat(60))).unwrap();
+    let image = request("pod-image-volume.json");
+    let strict = request("pod-strict-supplemental-groups.json");
+    let gated = request("pod-gated.json");
+    let finding = |name: &str, image: &str, by: &str| {
+        format!(
+            "image volume {name}{image}, mounted by {by}, is an OCI image that Kata cannot mount \
+             inside its VM (skipPodsUsing: imageVolumes)"
+        )
+    };
+    let tools = finding(
+        "\"tools\"",
+        " (image \"ghcr.io/example/agent-tools:1.4\")",
+        "container \"agent\"",
+    );
+    let unchanged = |findings: &[String]| {
+        Judged::Unchanged(format!(
+            "kata runtime not assigned: {}",
+            findings.join("; ")
+        ))
+    };
+    let gate_note = |names: &str| {
+        format!(
+            "runtimeClassName \"kata\" assigned: a kata node can run this pod; the pod has \
+             schedulingGates ({names}): node constraints added before it is ungated are not \
+             checked, and it stays Pending if they exclude every kata node"
+        )
+    };
+    let many_volumes: Vec<Value> = (0..1000)
+        .map(|i| json!({"name": format!("v{i}"), "image": {"reference": format!("r/{i}")}}))
+        .collect();
+    let many_mounts: Vec<Value> = (0..1000)
+        .map(|i| json!({"name": format!("v{i}"), "mountPath": format!("/m/{i}")}))
+        .collect();
+    let many_gates: Vec<Value> = (0..1000)
+        .map(|i| json!({"name": format!("g{i}")}))
+        .collect();
+    // (request, JSON pointer in the pod spec, value there, session, outcome)
+    let cases: Vec<(&Value, &str, Value, &str, Judged)> = vec![
+        // image: not an object is not a Pod.
+        (
+            &image,
+            "/volumes/0/image",
+            json!("ghcr.io/x"),
+            "",
+            Judged::Invalid,
+        ),
+        (&image, "/volumes/0/image", json!(true), "", Judged::Invalid),
+        (&image, "/volumes/0/image", json!(1), "", Judged::Invalid),
+        (
+            &image,
+            "/volumes/0/image/reference",
+            json!(3),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &image,
+            "/volumes/0/image/reference",
+            json!(["x"]),
+            "",
+            Judged::Invalid,
+        ),
+        // image: null is no image volume; the pod is judged on scheduling.
+        (
+            &image,
+            "/volumes/0/image",
+            json!(null),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        // No reference, an empty one, a null one: still an image volume.
+        (
+            &image,
+            "/volumes/0/image",
+            json!({}),
+            "",
+            unchanged(&[finding("\"tools\"", "", "container \"agent\"")]),
+        ),
+        (
+            &image,
+            "/volumes/0/image",
+            json!({"reference": "", "pullPolicy": nested.clone()}),
+            "",
+            unchanged(&[finding("\"tools\"", "", "container \"agent\"")]),
+        ),
+        (
+            &image,
+            "/volumes/0/image/reference",
+            json!(null),
+            "",
+            unchanged(&[finding("\"tools\"", "", "container \"agent\"")]),
+        ),
+        // Control characters are escaped, never written raw.
+        (
+            &image,
+            "/volumes/0/image/reference",
+            json!("a\nb\u{7}"),
+            "",
+            unchanged(&[finding(
+                "\"tools\"",
+                " (image \"a\\nb\\u{7}\")",
+                "container \"agent\"",
+            )]),
+        ),
+        // A thousand image volumes, all mounted: every one named.
+        (
+            &image,
+            "/volumes",
+            Value::from(many_volumes.clone()),
+            "",
+            Judged::Unchanged(String::new()),
+        ),
+        // The same volumes, none mounted: no finding.
+        (
+            &image,
+            "/containers/0/volumeMounts",
+            Value::from(many_mounts.clone()),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        // Mounts that name no volume, with junk.
+        (
+            &image,
+            "/containers/0/volumeMounts",
+            json!([{"name": "other", "mountPath": "/x"}, {"mountPath": "/y", "x": nested.clone()}]),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        (
+            &image,
+            "/containers/0/volumeMounts",
+            json!([{"name": "tools", "mountPath": "/a"}, {"name": "tools", "mountPath": "/b"}]),
+            "",
+            unchanged(std::slice::from_ref(&tools)),
+        ),
+        // supplementalGroupsPolicy: a string, or no Pod.
+        (
+            &strict,
+            "/securityContext/supplementalGroupsPolicy",
+            json!(1),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &strict,
+            "/securityContext/supplementalGroupsPolicy",
+            json!(true),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &strict,
+            "/securityContext/supplementalGroupsPolicy",
+            json!(["Strict"]),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &strict,
+            "/securityContext/supplementalGroupsPolicy",
+            json!({"Strict": true}),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &strict,
+            "/securityContext",
+            json!("Strict"),
+            "",
+            Judged::Invalid,
+        ),
+        // Not exactly Strict: nothing asked of the node.
+        (
+            &strict,
+            "/securityContext/supplementalGroupsPolicy",
+            json!(null),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        (
+            &strict,
+            "/securityContext/supplementalGroupsPolicy",
+            json!("strict"),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        (
+            &strict,
+            "/securityContext/supplementalGroupsPolicy",
+            json!("Strict "),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        (
+            &strict,
+            "/securityContext",
+            json!(null),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        // schedulingGates: a list of objects, or no Pod.
+        (
+            &gated,
+            "/schedulingGates",
+            json!({"name": "g"}),
+            "",
+            Judged::Invalid,
+        ),
+        (&gated, "/schedulingGates", json!("g"), "", Judged::Invalid),
+        (
+            &gated,
+            "/schedulingGates",
+            json!(["g"]),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &gated,
+            "/schedulingGates",
+            json!([null]),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &gated,
+            "/schedulingGates",
+            json!([{"name": 1}]),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &gated,
+            "/schedulingGates",
+            json!([{"name": ["g"]}]),
+            "",
+            Judged::Invalid,
+        ),
+        (
+            &gated,
+            "/schedulingGates",
+            nested.clone(),
+            "",
+            Judged::Invalid,
+        ),
+        // No gate.
+        (
+            &gated,
+            "/schedulingGates",
+            json!(null),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        (
+            &gated,
+            "/schedulingGates",
+            json!([]),
+            "kata-workers.yml",
+            Judged::Mutated,
+        ),
+        // Odd gates are named as written, escaped; junk ignored.
+        (
+            &gated,
+            "/schedulingGates",
+            json!([{}, {"name": "a\"b\n", "x": nested.clone()}]),
+            "kata-workers.yml",
+            Judged::Gated(gate_note("\"\", \"a\\\"b\\n\"")),
+        ),
+        // A thousand gates: three named, the rest counted.
+        (
+            &gated,
+            "/schedulingGates",
+            Value::from(many_gates),
+            "kata-workers.yml",
+            Judged::Gated(gate_note("\"g0\", \"g1\", \"g2\", and 997 more")),
+        ),
+    ];
+    for (req, pointer, value, session_file, outcome) in cases {
+        let mut pod = req.clone();
+        *pod["object"]["spec"]
+            .pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{pointer}")) = value.clone();
+        // A thousand image volumes need a thousand mounts.
+        if pointer == "/volumes" {
+            pod["object"]["spec"]["containers"][0]["volumeMounts"] =
+                Value::from(many_mounts.clone());
+        }
+        let s = if session_file.is_empty() {
+            Session::from_exchanges([])
+        } else {
+            session(session_file)
+        };
+        let verdict = p
+            .validate(&pod, &json!({}), s)
+            .unwrap_or_else(|e| panic!("trap: {e:#} for {pointer} = {value}"));
+        let value_text: String = value.to_string().chars().take(200).collect();
+        let context = format!("{pointer} = {value_text}: {verdict}");
+        let warning = verdict["warnings"][0].as_str().unwrap_or_default();
+        assert!(warning.len() <= 255 && !warning.contains('\n'), "{context}");
+        match outcome {
+            Judged::Mutated => {
+                assert_eq!(verdict["accepted"], true, "{context}");
+                assert_eq!(
+                    verdict["mutated_object"]["spec"]["runtimeClassName"], "kata",
+                    "{context}"
+                );
+                assert_eq!(verdict["warnings"], Value::Null, "{context}");
+                assert_eq!(p.take_session().remaining(), 0, "{context}");
+            }
+            Judged::Gated(reason) => {
+                assert_eq!(verdict["accepted"], true, "{context}");
+                assert_eq!(
+                    verdict["mutated_object"]["spec"]["runtimeClassName"], "kata",
+                    "{context}"
+                );
+                assert_eq!(verdict["audit_annotations"]["reason"], reason, "{context}");
+                assert!(
+                    reason.starts_with(warning.trim_end_matches("...")),
+                    "{context}"
+                );
+                assert_eq!(p.take_session().remaining(), 0, "{context}");
+            }
+            Judged::Unchanged(reason) => {
+                assert_eq!(verdict["accepted"], true, "{context}");
+                assert_eq!(verdict["mutated_object"], Value::Null, "{context}");
+                assert_eq!(
+                    verdict["audit_annotations"]["decision"], "unchanged",
+                    "{context}"
+                );
+                let got = verdict["audit_annotations"]["reason"].as_str().unwrap();
+                if reason.is_empty() {
+                    // The thousand volumes: each named once, in order.
+                    for i in [0, 1, 500, 999] {
+                        let one = finding(
+                            &format!("\"v{i}\""),
+                            &format!(" (image \"r/{i}\")"),
+                            "container \"agent\"",
+                        );
+                        assert!(got.contains(&one), "{context}");
+                    }
+                    assert_eq!(got.matches("image volume ").count(), 1000, "{context}");
+                } else {
+                    assert_eq!(got, reason, "{context}");
+                }
+                assert!(
+                    got.starts_with(warning.trim_end_matches("...")),
+                    "{context}"
+                );
+            }
+            Judged::Invalid => {
                 assert_eq!(verdict["accepted"], false, "{context}");
                 assert_eq!(verdict["code"], 400, "{context}");
                 assert!(

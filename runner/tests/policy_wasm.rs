@@ -217,6 +217,7 @@ fn defaults_with(off: &str, on: &str) -> Value {
         "mountPropagation",
         "deviceResources",
         "dynamicResources",
+        "imageVolumes",
     ]
     .into_iter()
     .filter(|f| *f != off)
@@ -422,6 +423,7 @@ fn skipped_requests_never_ask_the_cluster() {
         ),
         ("pod-dra-template.json", DRA_TEMPLATE),
         ("pod-dra-claim.json", DRA_CLAIM),
+        ("pod-image-volume.json", IMAGE_VOLUME),
         ("deployment.json", ""),
     ] {
         let r = p.evaluate(&request(file), &json!({}), session("kata-workers.yml"));
@@ -799,6 +801,389 @@ fn handler_features_for_user_namespaces_and_recursive_read_only_mounts() {
     );
 }
 
+const IMAGE_VOLUME: &str = "kata runtime not assigned: image volume \"tools\" (image \
+    \"ghcr.io/example/agent-tools:1.4\"), mounted by container \"agent\", is an OCI image that Kata \
+    cannot mount inside its VM (skipPodsUsing: imageVolumes)";
+const DRA_EXTENDED: &str = "kata runtime not assigned: DeviceClass \"gpu.example.com\" (extended \
+    resource deviceclass.resource.kubernetes.io/gpu.example.com), asked for by container \"cuda\", \
+    is served by DRA-allocated devices, which Kata does not pass into its VM \
+    (skipPodsUsing: dynamicResources)";
+
+#[test]
+fn image_volumes_stay_off_kata_without_asking_the_cluster() {
+    let p = policy();
+    for settings in [
+        json!({}),
+        json!({"noFeasibleNode": "reject", "lookupFailure": "reject"}),
+    ] {
+        let r = p.evaluate(
+            &request("pod-image-volume.json"),
+            &settings,
+            Session::from_exchanges([]),
+        );
+        assert_unchanged(&r);
+        assert_explained(&r, "unchanged", IMAGE_VOLUME);
+    }
+    // Every container that mounts it is named, a sidecar too.
+    let mut sidecar = request("pod-image-volume.json");
+    let init = &mut sidecar["object"]["spec"]["initContainers"][0];
+    init["restartPolicy"] = json!("Always");
+    init["volumeMounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "tools", "mountPath": "/opt/tools"}));
+    let r = p.evaluate(&sidecar, &json!({}), Session::from_exchanges([]));
+    assert_unchanged(&r);
+    assert_explained(
+        &r,
+        "unchanged",
+        &IMAGE_VOLUME.replace(
+            "mounted by container \"agent\",",
+            "mounted by container \"agent\", init container \"seed-workspace\",",
+        ),
+    );
+    // An image volume without a reference is still one.
+    let mut no_reference = request("pod-image-volume.json");
+    no_reference["object"]["spec"]["volumes"][0]["image"] = json!({});
+    let r = p.evaluate(&no_reference, &json!({}), Session::from_exchanges([]));
+    assert_explained(
+        &r,
+        "unchanged",
+        "kata runtime not assigned: image volume \"tools\", mounted by container \"agent\", is an \
+         OCI image that Kata cannot mount inside its VM (skipPodsUsing: imageVolumes)",
+    );
+
+    // imageVolumes removed: judged on scheduling, the kata workers fit.
+    let off = run(
+        &p,
+        "pod-image-volume.json",
+        "kata-workers.yml",
+        defaults_with("imageVolumes", ""),
+    );
+    assert_only_runtime_class_added(&off, "kata");
+    assert_eq!(off.warnings, None);
+    assert_eq!(off.audit_annotations.as_ref().unwrap()["reason"], ASSIGNED);
+    assert_session_used_up(&p, "imageVolumes off");
+
+    // Not mounted, or not an image volume: no finding.
+    let mut unmounted = request("pod-image-volume.json");
+    unmounted["object"]["spec"]["containers"][0]["volumeMounts"]
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    let mut named_image = request("pod-image-volume.json");
+    named_image["object"]["spec"]["volumes"][0] =
+        json!({"name": "image", "configMap": {"name": "agent-tools"}});
+    named_image["object"]["spec"]["containers"][0]["volumeMounts"][0]["name"] = json!("image");
+    let mut null_image = request("pod-image-volume.json");
+    null_image["object"]["spec"]["volumes"][0] =
+        json!({"name": "tools", "image": null, "emptyDir": {}});
+    for (what, req) in [
+        ("unmounted", unmounted),
+        ("named image", named_image),
+        ("image: null", null_image),
+    ] {
+        let r = p.evaluate(&req, &json!({}), session("kata-workers.yml"));
+        assert_only_runtime_class_added(&r, "kata");
+        assert_eq!(r.warnings, None, "{what}");
+        assert_session_used_up(&p, what);
+    }
+
+    // incompatiblePod: reject refuses it, before any query.
+    let refused = p.evaluate(
+        &request("pod-image-volume.json"),
+        &kata_mandatory(),
+        Session::from_exchanges([]),
+    );
+    assert_refused(
+        &refused,
+        &format!(
+            "{REQUIRED}{}",
+            IMAGE_VOLUME.trim_start_matches("kata runtime not assigned: ")
+        ),
+    );
+}
+
+#[test]
+fn device_class_extended_resources_are_a_dra_finding() {
+    let p = policy();
+    for settings in [
+        json!({}),
+        json!({"noFeasibleNode": "reject", "lookupFailure": "reject"}),
+    ] {
+        let r = p.evaluate(
+            &request("pod-dra-extended-resource.json"),
+            &settings,
+            Session::from_exchanges([]),
+        );
+        assert_unchanged(&r);
+        let annotations = r.audit_annotations.as_ref().unwrap();
+        assert_eq!(annotations["decision"], "unchanged");
+        assert_eq!(annotations["reason"], DRA_EXTENDED);
+        // Longer than a warning may be: cut at 255 bytes.
+        assert_eq!(warning(&r), format!("{}...", &DRA_EXTENDED[..252]));
+    }
+    // In limits only, or in a sidecar, the same finding.
+    let mut limits_only = request("pod-dra-extended-resource.json");
+    limits_only["object"]["spec"]["containers"][0]["resources"]["requests"]
+        .as_object_mut()
+        .unwrap()
+        .remove("deviceclass.resource.kubernetes.io/gpu.example.com");
+    let r = p.evaluate(&limits_only, &json!({}), Session::from_exchanges([]));
+    assert_eq!(
+        r.audit_annotations.as_ref().unwrap()["reason"],
+        DRA_EXTENDED
+    );
+    let mut sidecar = request("pod-dra-extended-resource.json");
+    sidecar["object"]["spec"]["initContainers"] = json!([{
+        "name": "gpu-metrics", "image": "registry.example.com/gpu-metrics-exporter:4.1",
+        "restartPolicy": "Always",
+        "resources": {"limits": {"deviceclass.resource.kubernetes.io/gpu.example.com": "1"}}
+    }]);
+    let r = p.evaluate(&sidecar, &json!({}), Session::from_exchanges([]));
+    assert_eq!(
+        r.audit_annotations.as_ref().unwrap()["reason"],
+        DRA_EXTENDED.replace(
+            "asked for by container \"cuda\",",
+            "asked for by container \"cuda\", init container \"gpu-metrics\","
+        )
+    );
+    // A device plugin's resource that only looks alike is not one.
+    let mut lookalike = request("pod-dra-extended-resource.json");
+    lookalike["object"]["spec"]["containers"][0]["resources"] =
+        json!({"limits": {"example.com/deviceclass.resource.kubernetes.io": "1"}});
+    let r = p.evaluate(&lookalike, &json!({}), session("kata-workers.yml"));
+    assert_unchanged(&r);
+    assert!(
+        warning(&r).ends_with("2 Insufficient example.com/deviceclass.resource.kubernetes.io"),
+        "{r:?}"
+    );
+    assert_session_used_up(&p, "lookalike");
+    // incompatiblePod: reject refuses it, before any query.
+    let refused = p.evaluate(
+        &request("pod-dra-extended-resource.json"),
+        &kata_mandatory(),
+        Session::from_exchanges([]),
+    );
+    assert_refused(
+        &refused,
+        &format!(
+            "{REQUIRED}{}",
+            DRA_EXTENDED.trim_start_matches("kata runtime not assigned: ")
+        ),
+    );
+}
+
+const STRICT_UNSUPPORTED: &str = "kata runtime not assigned: 0/2 kata nodes can run this pod: \
+    2 node(s) do not support supplementalGroupsPolicy: Strict";
+const STRICT_PARTIAL: &str = "kata runtime assigned, but 1 of 2 kata nodes that can take this pod \
+    do not support supplementalGroupsPolicy: Strict (kata-2): if the scheduler picks one, the pod \
+    will not start";
+
+#[test]
+fn supplemental_groups_policy_strict_needs_the_node_feature() {
+    let p = policy();
+    for check in ["auto", "required", "off"] {
+        let settings = json!({"runtimeHandlerCheck": check});
+        let none = run(
+            &p,
+            "pod-strict-supplemental-groups.json",
+            "strict-unsupported.yml",
+            settings.clone(),
+        );
+        assert_unchanged(&none);
+        assert_explained(&none, "unchanged", STRICT_UNSUPPORTED);
+        assert_session_used_up(&p, &format!("unsupported, {check}"));
+        let partial = run(
+            &p,
+            "pod-strict-supplemental-groups.json",
+            "strict-partial.yml",
+            settings.clone(),
+        );
+        assert_only_runtime_class_added(&partial, "kata");
+        assert_explained(&partial, "mutated", STRICT_PARTIAL);
+        assert_session_used_up(&p, &format!("partial, {check}"));
+        // containerd 2.x nodes that report the feature.
+        let supported = run(
+            &p,
+            "pod-strict-supplemental-groups.json",
+            "handlers-userns-supported.yml",
+            settings,
+        );
+        assert_only_runtime_class_added(&supported, "kata");
+        assert_eq!(supported.warnings, None);
+        assert_session_used_up(&p, &format!("supported, {check}"));
+    }
+    let refused = run(
+        &p,
+        "pod-strict-supplemental-groups.json",
+        "strict-unsupported.yml",
+        json!({"noFeasibleNode": "reject"}),
+    );
+    assert_refused(&refused, STRICT_UNSUPPORTED);
+
+    // Bound to a node: that node, read with the same masks.
+    let mut bound = request("pod-strict-supplemental-groups.json");
+    bound["object"]["spec"]["nodeName"] = json!("kata-2");
+    let r = p.evaluate(&bound, &json!({}), session("strict-node-kata-2.yml"));
+    assert_unchanged(&r);
+    assert_explained(
+        &r,
+        "unchanged",
+        "kata runtime not assigned: 0/1 kata nodes can run this pod: 1 node(s) do not support \
+         supplementalGroupsPolicy: Strict",
+    );
+    assert_session_used_up(&p, "bound to kata-2");
+
+    // Merge, or no policy, asks the plain query: a feature session is not it.
+    let mut merge = request("pod-strict-supplemental-groups.json");
+    merge["object"]["spec"]["securityContext"]["supplementalGroupsPolicy"] = json!("Merge");
+    assert_only_runtime_class_added(
+        &p.evaluate(&merge, &json!({}), session("kata-workers.yml")),
+        "kata",
+    );
+    assert_session_used_up(&p, "Merge");
+    let r = p.evaluate(&merge, &json!({}), session("strict-partial.yml"));
+    assert_unchanged(&r);
+    let reason = &r.audit_annotations.as_ref().unwrap()["reason"];
+    assert!(
+        reason.contains("Replay error: unexpected request"),
+        "{reason}"
+    );
+}
+
+const GATE_NOTE: &str = "the pod has schedulingGates (\"kueue.x-k8s.io/admission\"): node \
+    constraints added before it is ungated are not checked, and it stays Pending if they exclude \
+    every kata node";
+
+#[test]
+fn a_gated_pod_gets_kata_with_a_warning() {
+    let p = policy();
+    let gated = run(&p, "pod-gated.json", "kata-workers.yml", json!({}));
+    assert_only_runtime_class_added(&gated, "kata");
+    assert_explained(&gated, "mutated", &format!("{ASSIGNED}; {GATE_NOTE}"));
+    assert_session_used_up(&p, "gated");
+
+    // After a partial warning: the warning is cut, the audit reason whole.
+    let mut strict = request("pod-strict-supplemental-groups.json");
+    strict["object"]["spec"]["schedulingGates"] = json!([{"name": "kueue.x-k8s.io/admission"}]);
+    let r = p.evaluate(&strict, &json!({}), session("strict-partial.yml"));
+    assert_only_runtime_class_added(&r, "kata");
+    let reason = format!("{STRICT_PARTIAL}; {GATE_NOTE}");
+    assert_eq!(r.audit_annotations.as_ref().unwrap()["reason"], reason);
+    assert_eq!(warning(&r), format!("{}...", &reason[..252]));
+
+    // Three gates are named, the rest counted.
+    let mut many = request("pod-gated.json");
+    many["object"]["spec"]["schedulingGates"] =
+        json!(["a", "b", "c", "d", "e"].map(|g| json!({ "name": g })));
+    let r = p.evaluate(&many, &json!({}), session("kata-workers.yml"));
+    assert_only_runtime_class_added(&r, "kata");
+    assert_explained(
+        &r,
+        "mutated",
+        &format!(
+            "{ASSIGNED}; the pod has schedulingGates (\"a\", \"b\", \"c\", and 2 more): node \
+             constraints added before it is ungated are not checked, and it stays Pending if they \
+             exclude every kata node"
+        ),
+    );
+
+    // No gates (an empty list, null): no note. Unchanged pods get none either.
+    for gates in [json!([]), json!(null)] {
+        let mut ungated = request("pod-gated.json");
+        ungated["object"]["spec"]["schedulingGates"] = gates.clone();
+        let r = p.evaluate(&ungated, &json!({}), session("kata-workers.yml"));
+        assert_only_runtime_class_added(&r, "kata");
+        assert_eq!(r.warnings, None, "{gates}");
+    }
+    let mut pinned = request("pod-master-pinned.json");
+    pinned["object"]["spec"]["schedulingGates"] = json!([{"name": "kueue.x-k8s.io/admission"}]);
+    let r = p.evaluate(&pinned, &json!({}), session("kata-workers.yml"));
+    assert_unchanged(&r);
+    assert_explained(
+        &r,
+        "unchanged",
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector",
+    );
+}
+
+#[test]
+fn malformed_image_volumes_policies_and_gates_are_not_pods() {
+    let p = policy();
+    for (file, pointer, value) in [
+        (
+            "pod-image-volume.json",
+            "/volumes/0/image",
+            json!("ghcr.io/example/agent-tools:1.4"),
+        ),
+        ("pod-image-volume.json", "/volumes/0/image", json!(true)),
+        ("pod-image-volume.json", "/volumes/0/image", json!(7)),
+        (
+            "pod-image-volume.json",
+            "/volumes/0/image/reference",
+            json!(3),
+        ),
+        (
+            "pod-image-volume.json",
+            "/volumes/0/image/reference",
+            json!({"ref": "x"}),
+        ),
+        (
+            "pod-strict-supplemental-groups.json",
+            "/securityContext/supplementalGroupsPolicy",
+            json!(1),
+        ),
+        (
+            "pod-strict-supplemental-groups.json",
+            "/securityContext/supplementalGroupsPolicy",
+            json!(["Strict"]),
+        ),
+        (
+            "pod-strict-supplemental-groups.json",
+            "/securityContext/supplementalGroupsPolicy",
+            json!(true),
+        ),
+        (
+            "pod-strict-supplemental-groups.json",
+            "/securityContext",
+            json!("Strict"),
+        ),
+        (
+            "pod-gated.json",
+            "/schedulingGates",
+            json!({"name": "kueue.x-k8s.io/admission"}),
+        ),
+        (
+            "pod-gated.json",
+            "/schedulingGates",
+            json!("kueue.x-k8s.io/admission"),
+        ),
+        (
+            "pod-gated.json",
+            "/schedulingGates",
+            json!(["kueue.x-k8s.io/admission"]),
+        ),
+        ("pod-gated.json", "/schedulingGates", json!([null])),
+        ("pod-gated.json", "/schedulingGates", json!([{"name": 1}])),
+    ] {
+        let mut req = request(file);
+        *req["object"]["spec"].pointer_mut(pointer).unwrap() = value.clone();
+        // No cluster: refused before any question.
+        let r = p.evaluate(&req, &json!({}), Session::from_exchanges([]));
+        let context = format!("{file} {pointer} = {value}: {r:?}");
+        assert!(!r.allowed, "{context}");
+        assert_eq!(r.patch, None, "{context}");
+        let status = r.status.as_ref().expect("a status");
+        assert_eq!(status.code, Some(400), "{context}");
+        assert!(
+            (status.message.as_deref().unwrap_or_default())
+                .starts_with("the object is not a valid Pod: "),
+            "{context}"
+        );
+    }
+}
+
 /// `incompatiblePod: reject`: the start of every refusal for a finding.
 const REQUIRED: &str = "kata runtime required (incompatiblePod: reject), and not assigned: ";
 const DOCKER_SOCKET: &str = "container \"agent\" mounts host socket /var/run/docker.sock (hostPath \
@@ -1020,8 +1405,10 @@ fn incompatible_pod_accept_is_byte_for_byte_no_setting() {
         "pod-csi-node-plugin.json",
         "pod-docker-agent.json",
         "pod-dra-claim.json",
+        "pod-dra-extended-resource.json",
         "pod-dra-template.json",
         "pod-gpu.json",
+        "pod-image-volume.json",
         "pod-host-network.json",
         "pod-user-namespace.json",
     ] {
@@ -1030,8 +1417,10 @@ fn incompatible_pod_accept_is_byte_for_byte_no_setting() {
     for file in [
         "pod-mirror.json",
         "pod-dind-builder.json",
+        "pod-gated.json",
         "pod-plain.json",
         "pod-runtime-class.json",
+        "pod-strict-supplemental-groups.json",
     ] {
         assert!(!refused.contains(file), "reject changed {file}");
     }
