@@ -34,6 +34,7 @@ pub fn annotate(decision: Decision, object: &str) -> Decision {
             object: mutated,
             explanation,
             warn,
+            note,
         } => Decision::Mutate {
             object: match mutation::set_annotation(&mutated, DECISION_ANNOTATION, &value) {
                 Ok(annotated) => annotated,
@@ -41,6 +42,7 @@ pub fn annotate(decision: Decision, object: &str) -> Decision {
             },
             explanation,
             warn,
+            note,
         },
         Decision::Leave {
             explanation, warn, ..
@@ -57,7 +59,7 @@ pub fn annotate(decision: Decision, object: &str) -> Decision {
 /// [`MAX_VALUE_BYTES`]; `None` for a refusal.
 pub fn value(decision: &Decision) -> Option<String> {
     let text = match decision {
-        Decision::Mutate { explanation, .. } => format!("mutated: {explanation}"),
+        Decision::Mutate { .. } => format!("mutated: {}", decision.reason()),
         Decision::Leave { explanation, .. } => {
             let reason = explanation
                 .strip_prefix(NOT_ASSIGNED)
@@ -138,6 +140,7 @@ mod tests {
             object: "{}".into(),
             explanation: "runtimeClassName \"kata\" assigned: a kata node can run this pod".into(),
             warn: false,
+            note: None,
         };
         assert_eq!(
             value(&mutated).unwrap(),
@@ -253,6 +256,7 @@ mod tests {
             object: r#"{"metadata":{"name":"p"},"spec":{"runtimeClassName":"kata"}}"#.into(),
             explanation: "runtimeClassName \"kata\" assigned: a kata node can run this pod".into(),
             warn: false,
+            note: None,
         };
         let Decision::Mutate { object, warn, .. } = annotate(mutated, request) else {
             panic!()
@@ -306,6 +310,7 @@ mod tests {
                 object: object.into(),
                 explanation: "ok".into(),
                 warn: true,
+                note: None,
             };
             assert_eq!(annotate(mutated.clone(), object), mutated);
         }

@@ -23,12 +23,12 @@ pub enum Feature {
     MountPropagation,
     DeviceResources,
     DynamicResources,
+    ImageVolumes,
     Seccomp,
     AppArmor,
     SeLinux,
     SubPath,
     MemoryEmptyDirLimit,
-    ImageVolumes,
 }
 
 impl Feature {
@@ -43,12 +43,12 @@ impl Feature {
         Feature::MountPropagation,
         Feature::DeviceResources,
         Feature::DynamicResources,
+        Feature::ImageVolumes,
         Feature::Seccomp,
         Feature::AppArmor,
         Feature::SeLinux,
         Feature::SubPath,
         Feature::MemoryEmptyDirLimit,
-        Feature::ImageVolumes,
     ];
 
     /// The features checked by default: those that make a pod fail or

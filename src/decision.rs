@@ -19,11 +19,13 @@ pub const NOT_ASSIGNED: &str = "kata runtime not assigned: ";
 pub enum Decision {
     /// Admit the pod with `spec.runtimeClassName` set: `object` is the raw
     /// request object with that one member added. `warn`: tell the user
-    /// (some nodes the pod may land on cannot start it).
+    /// (some nodes the pod may land on cannot start it). `note`: a second
+    /// warning of its own (a gated pod), so that neither cuts the other.
     Mutate {
         object: String,
         explanation: String,
         warn: bool,
+        note: Option<String>,
     },
     /// Admit unchanged. `warn`: tell the user (every pod left without Kata).
     /// `object`: with `annotateDecision`, the raw request object with only
@@ -46,6 +48,19 @@ impl Decision {
             Decision::Mutate { explanation, .. }
             | Decision::Leave { explanation, .. }
             | Decision::Reject { explanation, .. } => explanation,
+        }
+    }
+
+    /// The whole reason, for the audit annotation and the decision
+    /// annotation: the explanation, then the note if there is one.
+    pub fn reason(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Decision::Mutate {
+                explanation,
+                note: Some(note),
+                ..
+            } => format!("{explanation}; {note}").into(),
+            other => other.explanation().into(),
         }
     }
 
@@ -402,16 +417,8 @@ fn volume_refused(settings: &Settings, user: &str, refusal: Refusal) -> Decision
 /// pod's scheduling gates, which get a warning of their own.
 fn mutate(object: &str, class: &str, broken: Option<Broken>, gates: &[String]) -> Decision {
     let mut decision = mutate_ungated(object, class, broken);
-    if let (
-        Decision::Mutate {
-            explanation, warn, ..
-        },
-        Some(note),
-    ) = (&mut decision, gated_note(gates))
-    {
-        explanation.push_str("; ");
-        explanation.push_str(&note);
-        *warn = true;
+    if let Decision::Mutate { note, .. } = &mut decision {
+        *note = gated_note(gates);
     }
     decision
 }
@@ -419,7 +426,7 @@ fn mutate(object: &str, class: &str, broken: Option<Broken>, gates: &[String]) -
 /// How many gates the note names; the rest are counted.
 const GATES_NAMED: usize = 3;
 
-/// The warning for a gated pod given Kata: while it is gated, its
+/// The note for a gated pod given Kata: while it is gated, its
 /// `nodeSelector` and required node affinity may still be narrowed (Kueue
 /// injects its ResourceFlavor's `nodeLabels` when it ungates the pod), and
 /// `runtimeClassName` cannot change after creation. `None` when ungated.
@@ -452,6 +459,7 @@ fn mutate_ungated(object: &str, class: &str, broken: Option<Broken>) -> Decision
                     "runtimeClassName {class:?} assigned: a kata node can run this pod"
                 ),
                 warn: false,
+                note: None,
             },
             Some(broken) => Decision::Mutate {
                 object,
@@ -459,6 +467,7 @@ fn mutate_ungated(object: &str, class: &str, broken: Option<Broken>) -> Decision
                     "kata runtime assigned, but {broken}: if the scheduler picks one, the pod will not start"
                 ),
                 warn: true,
+                note: None,
             },
         },
         Err(e) => Decision::Reject {

@@ -41,12 +41,15 @@ pub fn warning(text: &str) -> String {
 
 pub fn render(decision: Decision) -> Vec<u8> {
     let explanation = decision.explanation().to_string();
+    let reason = decision.reason().into_owned();
     // An unchanged pod has an object too when it carries the decision
     // annotation (annotateDecision); the verdict stays "unchanged".
-    let (verdict, accepted, code, object, warn) = match decision {
-        Decision::Mutate { object, warn, .. } => ("mutated", true, None, Some(object), warn),
-        Decision::Leave { object, warn, .. } => ("unchanged", true, None, object, warn),
-        Decision::Reject { code, .. } => ("rejected", false, code, None, true),
+    let (verdict, accepted, code, object, warn, note) = match decision {
+        Decision::Mutate {
+            object, warn, note, ..
+        } => ("mutated", true, None, Some(object), warn, note),
+        Decision::Leave { object, warn, .. } => ("unchanged", true, None, object, warn, None),
+        Decision::Reject { code, .. } => ("rejected", false, code, None, true, None),
     };
     let mutated = match object.map(RawValue::from_string).transpose() {
         Ok(raw) => raw,
@@ -63,11 +66,16 @@ pub fn render(decision: Decision) -> Vec<u8> {
         message: (!accepted).then_some(explanation.as_str()),
         code,
         mutated_object: mutated,
-        audit_annotations: BTreeMap::from([
-            (DECISION_KEY, verdict),
-            (REASON_KEY, explanation.as_str()),
-        ]),
-        warnings: warn.then(|| vec![warning(&explanation)]),
+        audit_annotations: BTreeMap::from([(DECISION_KEY, verdict), (REASON_KEY, reason.as_str())]),
+        // The note (a gated pod) is a warning of its own, so that a long
+        // explanation never cuts it off.
+        warnings: {
+            let warnings: Vec<String> = (warn.then_some(explanation.as_str()).into_iter())
+                .chain(note.as_deref())
+                .map(warning)
+                .collect();
+            (!warnings.is_empty()).then_some(warnings)
+        },
     };
     serde_json::to_vec(&response).unwrap_or_else(|_| {
         br#"{"accepted":false,"message":"internal error: cannot encode the response","code":500}"#.to_vec()
@@ -89,6 +97,7 @@ mod tests {
             object: r#"{"spec":{"runtimeClassName":"kata"},"n":1.50}"#.into(),
             explanation: "ok".into(),
             warn: false,
+            note: None,
         });
         assert_eq!(v["accepted"], true);
         assert_eq!(
@@ -105,6 +114,7 @@ mod tests {
                 object: r#"{"n":1.50}"#.into(),
                 explanation: String::new(),
                 warn: false,
+                note: None,
             }))
             .unwrap()
             .contains(r#""mutated_object":{"n":1.50}"#),
@@ -118,6 +128,7 @@ mod tests {
             object: r#"{"spec":{"runtimeClassName":"kata"}}"#.into(),
             explanation: "kata runtime assigned, but".into(),
             warn: true,
+            note: None,
         });
         assert_eq!(v["audit_annotations"]["decision"], "mutated");
         assert_eq!(v["warnings"], json!(["kata runtime assigned, but"]));

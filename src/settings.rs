@@ -736,7 +736,7 @@ mod tests {
             ),
             (
                 json!({"skipPodsUsing": ["hostSocket"]}),
-                "skipPodsUsing: unknown feature \"hostSocket\"; known features: hostNamespaces, userNamespaces, windows, privileged, hostSockets, hostDevices, mountPropagation, deviceResources, dynamicResources, seccomp, appArmor, seLinux, subPath, memoryEmptyDirLimit",
+                "skipPodsUsing: unknown feature \"hostSocket\"; known features: hostNamespaces, userNamespaces, windows, privileged, hostSockets, hostDevices, mountPropagation, deviceResources, dynamicResources, imageVolumes, seccomp, appArmor, seLinux, subPath, memoryEmptyDirLimit",
             ),
             (
                 json!({"skipPodsUsing": "privileged"}),

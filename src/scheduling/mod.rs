@@ -430,7 +430,8 @@ pub struct Broken<'n> {
 impl<'n> Broken<'n> {
     pub const NAMED: usize = 5;
 
-    /// Records a node that passes every filter and fails the handler check.
+    /// Records a node that passes every scheduler filter and fails a
+    /// kubelet gate (the runtime handler, or the CRI's features).
     pub fn record(&mut self, node: &Node<'n>, lack: &Lack) {
         self.pickable += 1;
         match self.lacks.get_mut(lack) {

@@ -44,14 +44,16 @@ fn added_annotation(off: &Decision, on: &Decision, original: &Value) -> Option<S
                 object: before,
                 explanation: e1,
                 warn: w1,
+                note: n1,
             },
             Decision::Mutate {
                 object: after,
                 explanation: e2,
                 warn: w2,
+                note: n2,
             },
         ) => {
-            assert_eq!((e1, w1), (e2, w2));
+            assert_eq!((e1, w1, n1), (e2, w2, n2));
             let after = parsed(after);
             let value = after["metadata"]["annotations"][KEY].clone();
             assert_eq!(after, with(&parsed(before), &value));

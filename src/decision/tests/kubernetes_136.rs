@@ -228,6 +228,15 @@ fn gated_spec(gates: &[&str]) -> Value {
     json!({"containers": containers(), "schedulingGates": gates})
 }
 
+/// The warnings the API server would show for `d`.
+fn warnings(d: Decision) -> Vec<String> {
+    let v: Value = serde_json::from_slice(&crate::response::render(d)).unwrap();
+    serde_json::from_value(v["warnings"].clone()).unwrap_or_default()
+}
+
+const GATE_NOTE: &str = "the pod has schedulingGates (\"kueue.x-k8s.io/admission\"): node constraints added before \
+                         it is ungated are not checked, and it stays Pending if they exclude every kata node";
+
 #[test]
 fn a_gated_pod_given_kata_is_warned_that_later_constraints_are_not_checked() {
     let d = decide_payload(
@@ -236,17 +245,19 @@ fn a_gated_pod_given_kata_is_warned_that_later_constraints_are_not_checked() {
     );
     assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
     assert_eq!(
-        warned_text(&d),
-        "runtimeClassName \"kata\" assigned: a kata node can run this pod; the pod has schedulingGates \
-         (\"kueue.x-k8s.io/admission\"): node constraints added before it is ungated are not checked, and it \
-         stays Pending if they exclude every kata node"
+        d.reason(),
+        format!("runtimeClassName \"kata\" assigned: a kata node can run this pod; {GATE_NOTE}")
     );
+    // The note alone is the warning: the assignment itself needs none.
+    assert_eq!(warnings(d), [GATE_NOTE]);
     // Many gates: three named, the rest counted.
     let d = decide_payload(
         &pod_request(gated_spec(&["a", "b", "c", "d", "e"])),
         &seed_cluster(),
     );
-    assert!(warned_text(&d).contains("schedulingGates (\"a\", \"b\", \"c\", and 2 more)"));
+    assert!(
+        warnings(d)[0].starts_with("the pod has schedulingGates (\"a\", \"b\", \"c\", and 2 more)")
+    );
 }
 
 #[test]
@@ -263,26 +274,31 @@ fn gates_change_neither_the_decision_nor_an_ungated_pod() {
     assert!(!leave_text(&d).contains("schedulingGates"));
     // No gates, or an empty list: no warning.
     for spec in [gated_spec(&[]), json!({"containers": containers()})] {
+        let d = decide_payload(&pod_request(spec), &seed_cluster());
         assert!(matches!(
-            decide_payload(&pod_request(spec), &seed_cluster()),
-            Decision::Mutate { warn: false, .. }
+            d,
+            Decision::Mutate {
+                warn: false,
+                note: None,
+                ..
+            }
         ));
+        assert!(warnings(d).is_empty());
     }
-    // With broken nodes too: both said, the nodes first.
+    // With broken nodes too: two warnings, so that the long one about the
+    // nodes never cuts the note off.
     let mut broken = worker("k3s");
     broken["status"] = json!({"runtimeHandlers": [{"name": "runc"}]});
     let cluster = FakeCluster::new(vec![broken, kata_node("kata-1", None)]);
-    let text = warned_text(&decide_payload(
-        &pod_request(gated_spec(&["example.com/hold"])),
+    let d = decide_payload(
+        &pod_request(gated_spec(&["kueue.x-k8s.io/admission"])),
         &cluster,
-    ))
-    .to_string();
-    assert!(
-        text.starts_with("kata runtime assigned, but 1 of 2 kata nodes")
-            && text.ends_with("(\"example.com/hold\"): node constraints added before it is ungated are not checked, \
-                 and it stays Pending if they exclude every kata node"),
-        "{text}"
     );
+    let shown = warnings(d.clone());
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(shown[0].starts_with("kata runtime assigned, but 1 of 2 kata nodes"));
+    assert_eq!(shown[1], GATE_NOTE);
+    assert!(d.reason().ends_with(GATE_NOTE));
 }
 
 #[test]
