@@ -33,6 +33,8 @@ only_runtime_class_patch() {
   [ "$(jq -c . <<<"$patch")" = "[{\"op\":\"add\",\"path\":\"/spec/runtimeClassName\",\"value\":\"$1\"}]" ]
 }
 warning_is() { [ "$(jq -r '.warnings[0]' <<<"$response")" = "$1" ]; }
+# The warnings are exactly the arguments, in order.
+warnings_are() { [ "$(jq -c '.warnings' <<<"$response")" = "$(jq -cn '$ARGS.positional' --args "$@")" ]; }
 no_warning() { [ "$(jq -r '.warnings' <<<"$response")" = "null" ]; }
 decision_is() { [ "$(jq -r '.auditAnnotations.decision' <<<"$response")" = "$1" ]; }
 reason_is() { [ "$(jq -r '.auditAnnotations.reason' <<<"$response")" = "$1" ]; }
@@ -373,8 +375,10 @@ DRA_CLAIM_REASON='kata runtime not assigned: claim "nic" (ResourceClaim "shared-
 @test "an unknown skipPodsUsing feature is refused with the known names" {
   kwctl_run pod-plain.json kata-workers.yml '{"skipPodsUsing":["dockerSocket"]}'
   [ "$status" -ne 0 ] || [ "$(jq -r .allowed <<<"$response")" = "false" ]
-  [[ "$output" == *'skipPodsUsing: unknown feature \"dockerSocket\"; known features: hostNamespaces,'* ]] \
-    || [[ "$output" == *'skipPodsUsing: unknown feature "dockerSocket"; known features: hostNamespaces,'* ]]
+  # Every known feature, in the order findings are reported.
+  local known='known features: hostNamespaces, userNamespaces, windows, privileged, hostSockets, hostDevices, mountPropagation, deviceResources, dynamicResources, imageVolumes, seccomp, appArmor, seLinux, subPath, memoryEmptyDirLimit'
+  [[ "$output" == *"skipPodsUsing: unknown feature \\\"dockerSocket\\\"; $known"* ]] \
+    || [[ "$output" == *"skipPodsUsing: unknown feature \"dockerSocket\"; $known"* ]]
 }
 
 @test "a pod that already names a runtimeClassName is left alone" {
@@ -581,6 +585,23 @@ IMAGE_VOLUME_FINDING='image volume "tools" (image "ghcr.io/example/agent-tools:1
   explained 'kata runtime not assigned: image volume "tools" (image "ghcr.io/example/agent-tools:1.4"), mounted by container "agent", init container "seed-workspace", is an OCI image that Kata cannot mount inside its VM (skipPodsUsing: imageVolumes)'
 }
 
+@test "findings come in feature order: dynamicResources, then imageVolumes, then subPath" {
+  jq '.object.spec.resourceClaims = [{"name": "nic", "resourceClaimName": "shared-nic"}]
+      | .object.spec.containers[0].resources.claims = [{"name": "nic"}]
+      | .object.spec.containers[0].volumeMounts[1].subPath = "agent"' \
+    test_data/pod-image-volume.json >"$BATS_TEST_TMPDIR/three.json"
+  # Whatever order skipPodsUsing names them in.
+  for settings in '{"skipPodsUsing":["subPath","imageVolumes","dynamicResources"]}' \
+    '{"skipPodsUsing":["dynamicResources","imageVolumes","subPath"]}'; do
+    kwctl_run "$BATS_TEST_TMPDIR/three.json" "$(no_host_calls)" "$settings"
+    [ "$status" -eq 0 ]
+    allowed true
+    no_patch
+    decision_is unchanged
+    reason_is "kata runtime not assigned: claim \"nic\" (ResourceClaim \"shared-nic\"), used by container \"agent\", asks for DRA-allocated devices, which Kata does not pass into its VM (skipPodsUsing: dynamicResources); $IMAGE_VOLUME_FINDING; container \"agent\" mounts volume \"workspace\" with subPath, which is unreliable under Kata (skipPodsUsing: subPath)"
+  done
+}
+
 @test "imageVolumes removed from skipPodsUsing: the agent sandbox is judged on scheduling and gets kata" {
   kwctl_run pod-image-volume.json kata-workers.yml "$IMAGE_VOLUMES_OFF"
   [ "$status" -eq 0 ]
@@ -689,9 +710,9 @@ IMAGE_VOLUME_FINDING='image volume "tools" (image "ghcr.io/example/agent-tools:1
     'pod-strict-supplemental-groups.json|.object.spec.securityContext.supplementalGroupsPolicy = 1'
     'pod-strict-supplemental-groups.json|.object.spec.securityContext.supplementalGroupsPolicy = ["Strict"]'
     'pod-strict-supplemental-groups.json|.object.spec.securityContext.supplementalGroupsPolicy = {"policy": "Strict"}'
-    'pod-gated.json|.object.spec.schedulingGates = {"name": "kueue.x-k8s.io/admission"}'
-    'pod-gated.json|.object.spec.schedulingGates = "kueue.x-k8s.io/admission"'
-    'pod-gated.json|.object.spec.schedulingGates = ["kueue.x-k8s.io/admission"]'
+    'pod-gated.json|.object.spec.schedulingGates = {"name": "example.com/hold"}'
+    'pod-gated.json|.object.spec.schedulingGates = "example.com/hold"'
+    'pod-gated.json|.object.spec.schedulingGates = ["example.com/hold"]'
     'pod-gated.json|.object.spec.schedulingGates = [{"name": 1}]'
   )
   local entry request filter
@@ -977,30 +998,49 @@ STRICT_PARTIAL='kata runtime assigned, but 1 of 2 kata nodes that can take this 
 }
 
 # spec.schedulingGates: the pod's node constraints may still change before
-# it is scheduled (Kueue adds its ResourceFlavor's nodeLabels when it ungates it).
-GATED="$ASSIGNED; the pod has schedulingGates (\"kueue.x-k8s.io/admission\"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node"
+# it is scheduled (whatever removes the gate may narrow them first). The gate
+# note is a warning of its own; the audit reason is the explanation, then it.
+GATE_NOTE='the pod has schedulingGates ("example.com/hold"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node'
+GATED="$ASSIGNED; $GATE_NOTE"
 
-@test "a Kueue-gated pod gets kata, with a warning that later node constraints are not checked" {
+@test "a pod created with a scheduling gate gets kata, with a warning that later node constraints are not checked" {
   kwctl_run pod-gated.json kata-workers.yml
   [ "$status" -eq 0 ]
   allowed true
   only_runtime_class_patch kata
-  explained "$GATED"
+  warnings_are "$GATE_NOTE"
+  reason_is "$GATED"
   decision_is mutated
 }
 
-@test "a gated pod: the gate note follows a partial warning, cut to 255 bytes; the audit reason is whole" {
-  jq '.object.spec.schedulingGates = [{"name": "kueue.x-k8s.io/admission"}]' \
+@test "a gated pod on a partial cluster: two warnings, the nodes then the gate note; the audit reason has both" {
+  jq '.object.spec.schedulingGates = [{"name": "example.com/hold"}]' \
     test_data/pod-strict-supplemental-groups.json >"$BATS_TEST_TMPDIR/strict-gated.json"
   kwctl_run "$BATS_TEST_TMPDIR/strict-gated.json" strict-partial.yml
   [ "$status" -eq 0 ]
   allowed true
   only_runtime_class_patch kata
   decision_is mutated
-  local reason="$STRICT_PARTIAL; the pod has schedulingGates (\"kueue.x-k8s.io/admission\"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node"
-  reason_is "$reason"
-  warning_is "${reason:0:252}..."
-  [ "$(jq -r '.warnings[0] | utf8bytelength' <<<"$response")" -eq 255 ]
+  warnings_are "$STRICT_PARTIAL" "$GATE_NOTE"
+  reason_is "$STRICT_PARTIAL; $GATE_NOTE"
+}
+
+@test "a gated pod: each warning is cut to 255 bytes on its own; the audit reason is whole" {
+  local gates=(example.com/wait-for-the-capacity-review-of-the-research-gpu-pool
+    example.com/wait-for-the-dataset-copy-of-the-research-gpu-pool
+    example.com/wait-for-the-license-seat-of-the-research-gpu-pool)
+  jq '.object.spec.schedulingGates = ($ARGS.positional | map({name: .}))' --args "${gates[@]}" \
+    <test_data/pod-strict-supplemental-groups.json >"$BATS_TEST_TMPDIR/long-gates.json"
+  kwctl_run "$BATS_TEST_TMPDIR/long-gates.json" strict-partial.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  local note="the pod has schedulingGates (\"${gates[0]}\", \"${gates[1]}\", \"${gates[2]}\"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node"
+  [ "${#note}" -gt 255 ]
+  # The long note is cut; the warning about the nodes before it is not.
+  warnings_are "$STRICT_PARTIAL" "${note:0:252}..."
+  [ "$(jq -r '.warnings[1] | utf8bytelength' <<<"$response")" -eq 255 ]
+  reason_is "$STRICT_PARTIAL; $note"
 }
 
 @test "a gated pod no kata node can run is left alone with the scheduler's reason; no gates, no note" {
@@ -1099,13 +1139,14 @@ annotated_patch() {
   explained "$MASTER_PINNED_REASON"
 }
 
-@test "annotateDecision: a gated pod carries the gate note in its decision" {
+@test "annotateDecision: a gated pod carries the explanation and the gate note in its decision" {
   kwctl_run pod-gated.json kata-workers.yml "$ANNOTATE"
   [ "$status" -eq 0 ]
   allowed true
   [ "$(jq -r .patch <<<"$response" | base64 -d | jq -c .)" = \
     "$(jq -cn --arg v "mutated: $GATED" '[{op: "add", path: "/metadata/annotations", value: {"kata-runtime-policy.kubewarden.io/decision": $v}}, {op: "add", path: "/spec/runtimeClassName", value: "kata"}]')" ]
-  explained "$GATED"
+  warnings_are "$GATE_NOTE"
+  reason_is "$GATED"
 }
 
 @test "annotateDecision: a decision already on the pod is replaced" {

@@ -69,7 +69,7 @@ scenarios=(
   "pod-plain.json|handlers-partial.yml|{}|kata-good reports handler kata-qemu, kata-broken does not, kata-cordoned is cordoned"
   "pod-strict-supplemental-groups.json|strict-unsupported.yml|{}|supplementalGroupsPolicy: Strict; both kata nodes still on containerd 1.7 (no status.features)"
   "pod-strict-supplemental-groups.json|strict-partial.yml|{}|the same Strict pod mid-upgrade: kata-1 on containerd 2.1 reports the feature, kata-2 on 1.7 does not"
-  "pod-gated.json|kata-workers.yml|{}|a Kueue-managed pod, gated (kueue.x-k8s.io/admission) until its workload is admitted"
+  "pod-gated.json|kata-workers.yml|{}|a pod created with a scheduling gate (example.com/hold), held until whatever set it removes it"
   "pod-plain.json|nodes-access-denied.yml|{}|policy-server may not list nodes (RBAC): asked first, never listed"
   "pod-plain.json|can-i-error.yml|{}|the access question fails (API server unreachable)"
   "pod-plain.json|forbidden.yml|{}|the node list itself refused (contextAwareResources)"

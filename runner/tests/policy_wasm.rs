@@ -85,6 +85,14 @@ fn settings_are_validated_by_the_module() {
             br#"{"incompatiblePod":true}"#,
             r#"incompatiblePod must be "accept" or "reject", got true"#,
         ),
+        // Every known feature, in the order findings are reported.
+        (
+            br#"{"skipPodsUsing":["hostSocket"]}"#,
+            "skipPodsUsing: unknown feature \"hostSocket\"; known features: hostNamespaces, \
+             userNamespaces, windows, privileged, hostSockets, hostDevices, mountPropagation, \
+             deviceResources, dynamicResources, imageVolumes, seccomp, appArmor, seLinux, subPath, \
+             memoryEmptyDirLimit",
+        ),
         (br#"{"bogus":true}"#, "bogus"),
         (b"not json", "not valid JSON"),
     ] {
@@ -889,6 +897,36 @@ fn image_volumes_stay_off_kata_without_asking_the_cluster() {
         assert_session_used_up(&p, what);
     }
 
+    // Findings come in feature order, whatever the order of skipPodsUsing:
+    // dynamicResources, then imageVolumes, then the opt-in subPath.
+    let mut three = request("pod-image-volume.json");
+    let spec = &mut three["object"]["spec"];
+    spec["resourceClaims"] = json!([{"name": "nic", "resourceClaimName": "shared-nic"}]);
+    spec["containers"][0]["resources"]["claims"] = json!([{"name": "nic"}]);
+    spec["containers"][0]["volumeMounts"][1]["subPath"] = json!("agent");
+    for order in [
+        ["subPath", "imageVolumes", "dynamicResources"],
+        ["dynamicResources", "imageVolumes", "subPath"],
+    ] {
+        let r = p.evaluate(
+            &three,
+            &json!({ "skipPodsUsing": order }),
+            Session::from_exchanges([]),
+        );
+        assert_unchanged(&r);
+        assert_eq!(
+            r.audit_annotations.as_ref().unwrap()["reason"],
+            format!(
+                "kata runtime not assigned: claim \"nic\" (ResourceClaim \"shared-nic\"), used by \
+                 container \"agent\", asks for DRA-allocated devices, which Kata does not pass into \
+                 its VM (skipPodsUsing: dynamicResources); {}; container \"agent\" mounts volume \
+                 \"workspace\" with subPath, which is unreliable under Kata (skipPodsUsing: subPath)",
+                IMAGE_VOLUME.trim_start_matches("kata runtime not assigned: ")
+            ),
+            "{order:?}"
+        );
+    }
+
     // incompatiblePod: reject refuses it, before any query.
     let refused = p.evaluate(
         &request("pod-image-volume.json"),
@@ -1052,26 +1090,70 @@ fn supplemental_groups_policy_strict_needs_the_node_feature() {
     );
 }
 
-const GATE_NOTE: &str = "the pod has schedulingGates (\"kueue.x-k8s.io/admission\"): node \
-    constraints added before it is ungated are not checked, and it stays Pending if they exclude \
-    every kata node";
+/// The note a pod created with the gate `example.com/hold` gets with Kata: a
+/// warning of its own, and after the explanation in the audit reason.
+const GATE_NOTE: &str = "the pod has schedulingGates (\"example.com/hold\"): node constraints \
+    added before it is ungated are not checked, and it stays Pending if they exclude every kata \
+    node";
+
+/// Every warning of `r`, in order.
+fn warnings(r: &AdmissionResponse) -> Vec<&str> {
+    r.warnings.iter().flatten().map(String::as_str).collect()
+}
 
 #[test]
-fn a_gated_pod_gets_kata_with_a_warning() {
+fn a_gated_pod_gets_kata_with_the_gate_note_as_its_own_warning() {
     let p = policy();
     let gated = run(&p, "pod-gated.json", "kata-workers.yml", json!({}));
     assert_only_runtime_class_added(&gated, "kata");
-    assert_explained(&gated, "mutated", &format!("{ASSIGNED}; {GATE_NOTE}"));
+    // The assignment needs no warning: the note is the only one; the audit
+    // reason is the explanation, then the note.
+    assert_eq!(warnings(&gated), [GATE_NOTE]);
+    let audit = gated.audit_annotations.as_ref().unwrap();
+    assert_eq!(audit["decision"], "mutated");
+    assert_eq!(audit["reason"], format!("{ASSIGNED}; {GATE_NOTE}"));
     assert_session_used_up(&p, "gated");
 
-    // After a partial warning: the warning is cut, the audit reason whole.
+    // After a partial warning: two warnings, the nodes first, neither cut;
+    // the audit reason has both.
     let mut strict = request("pod-strict-supplemental-groups.json");
-    strict["object"]["spec"]["schedulingGates"] = json!([{"name": "kueue.x-k8s.io/admission"}]);
+    strict["object"]["spec"]["schedulingGates"] = json!([{"name": "example.com/hold"}]);
     let r = p.evaluate(&strict, &json!({}), session("strict-partial.yml"));
     assert_only_runtime_class_added(&r, "kata");
-    let reason = format!("{STRICT_PARTIAL}; {GATE_NOTE}");
-    assert_eq!(r.audit_annotations.as_ref().unwrap()["reason"], reason);
-    assert_eq!(warning(&r), format!("{}...", &reason[..252]));
+    assert_eq!(warnings(&r), [STRICT_PARTIAL, GATE_NOTE]);
+    assert_eq!(
+        r.audit_annotations.as_ref().unwrap()["reason"],
+        format!("{STRICT_PARTIAL}; {GATE_NOTE}")
+    );
+    assert_session_used_up(&p, "strict gated");
+
+    // Each warning is cut to 255 bytes on its own: long gate names cut the
+    // note, not the warning about the nodes; the audit reason stays whole.
+    let long: Vec<String> = ["capacity-review", "dataset-copy", "license-seat"]
+        .iter()
+        .map(|what| format!("example.com/wait-for-the-{what}-of-the-research-gpu-pool"))
+        .collect();
+    strict["object"]["spec"]["schedulingGates"] = Value::from(
+        long.iter()
+            .map(|g| json!({ "name": g }))
+            .collect::<Vec<_>>(),
+    );
+    let r = p.evaluate(&strict, &json!({}), session("strict-partial.yml"));
+    assert_only_runtime_class_added(&r, "kata");
+    let note = GATE_NOTE.replace(
+        "\"example.com/hold\"",
+        &format!("\"{}\", \"{}\", \"{}\"", long[0], long[1], long[2]),
+    );
+    assert!(note.len() > 255, "{note}");
+    assert_eq!(
+        warnings(&r),
+        [STRICT_PARTIAL, &format!("{}...", &note[..252])]
+    );
+    assert_eq!(
+        r.audit_annotations.as_ref().unwrap()["reason"],
+        format!("{STRICT_PARTIAL}; {note}")
+    );
+    assert_session_used_up(&p, "long gates");
 
     // Three gates are named, the rest counted.
     let mut many = request("pod-gated.json");
@@ -1079,14 +1161,11 @@ fn a_gated_pod_gets_kata_with_a_warning() {
         json!(["a", "b", "c", "d", "e"].map(|g| json!({ "name": g })));
     let r = p.evaluate(&many, &json!({}), session("kata-workers.yml"));
     assert_only_runtime_class_added(&r, "kata");
-    assert_explained(
-        &r,
-        "mutated",
-        &format!(
-            "{ASSIGNED}; the pod has schedulingGates (\"a\", \"b\", \"c\", and 2 more): node \
-             constraints added before it is ungated are not checked, and it stays Pending if they \
-             exclude every kata node"
-        ),
+    let note = GATE_NOTE.replace("\"example.com/hold\"", "\"a\", \"b\", \"c\", and 2 more");
+    assert_eq!(warnings(&r), [note.as_str()]);
+    assert_eq!(
+        r.audit_annotations.as_ref().unwrap()["reason"],
+        format!("{ASSIGNED}; {note}")
     );
 
     // No gates (an empty list, null): no note. Unchanged pods get none either.
@@ -1096,9 +1175,10 @@ fn a_gated_pod_gets_kata_with_a_warning() {
         let r = p.evaluate(&ungated, &json!({}), session("kata-workers.yml"));
         assert_only_runtime_class_added(&r, "kata");
         assert_eq!(r.warnings, None, "{gates}");
+        assert_eq!(r.audit_annotations.as_ref().unwrap()["reason"], ASSIGNED);
     }
     let mut pinned = request("pod-master-pinned.json");
-    pinned["object"]["spec"]["schedulingGates"] = json!([{"name": "kueue.x-k8s.io/admission"}]);
+    pinned["object"]["spec"]["schedulingGates"] = json!([{"name": "example.com/hold"}]);
     let r = p.evaluate(&pinned, &json!({}), session("kata-workers.yml"));
     assert_unchanged(&r);
     assert_explained(
@@ -1106,6 +1186,17 @@ fn a_gated_pod_gets_kata_with_a_warning() {
         "unchanged",
         "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector",
     );
+
+    // annotateDecision: the decision annotation carries the whole reason;
+    // the warnings are the same.
+    let annotated = run(&p, "pod-gated.json", "kata-workers.yml", annotate());
+    assert_annotated(
+        &annotated,
+        &format!("mutated: {ASSIGNED}; {GATE_NOTE}"),
+        Some("kata"),
+    );
+    assert_eq!(warnings(&annotated), [GATE_NOTE]);
+    assert_session_used_up(&p, "gated, annotated");
 }
 
 #[test]
@@ -1152,17 +1243,17 @@ fn malformed_image_volumes_policies_and_gates_are_not_pods() {
         (
             "pod-gated.json",
             "/schedulingGates",
-            json!({"name": "kueue.x-k8s.io/admission"}),
+            json!({"name": "example.com/hold"}),
         ),
         (
             "pod-gated.json",
             "/schedulingGates",
-            json!("kueue.x-k8s.io/admission"),
+            json!("example.com/hold"),
         ),
         (
             "pod-gated.json",
             "/schedulingGates",
-            json!(["kueue.x-k8s.io/admission"]),
+            json!(["example.com/hold"]),
         ),
         ("pod-gated.json", "/schedulingGates", json!([null])),
         ("pod-gated.json", "/schedulingGates", json!([{"name": 1}])),

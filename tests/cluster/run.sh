@@ -525,7 +525,9 @@ audit_of() {
 
 # decision_note POD_JSON mutated|unchanged WARNING_PART: with annotateDecision,
 # the pod's decision annotation, checked against the outcome and the warning:
-# "mutated: " and the warning, or the assignment's words when there is none;
+# "mutated: " and the warning, or the assignment's words when there is none
+# (for a gated pod, WARNING_PART is the whole reason: the explanation, "; "
+# and the gate note, which kubectl shows as a warning of its own);
 # "unchanged: " and the reason, which is the warning without its leading
 # "kata runtime not assigned: " (a whole warning line), or has the part. On
 # stdout ", annotated" (nothing without annotateDecision); a failure's
@@ -1471,6 +1473,27 @@ if [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"$audit") == mutated &
 else
   fail "strict-pair: audit annotations: $audit"
 fi
+# The same pod created with a scheduling gate: kubectl shows two warnings,
+# each on its own line, the nodes then the gate note; the audit reason has
+# both. Held by its gate, it is deleted unscheduled.
+# GATE_NOTE: the note for the gate example.com/hold (the gated scenario below too).
+GATE_NOTE='the pod has schedulingGates ("example.com/hold"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node'
+out=$(create_pod $TENANT tests/cluster/pods/strict-pair.yaml '.metadata.name = "strict-pair-gated" | .spec.schedulingGates = [{name: "example.com/hold"}]')
+shown=$(grep '^Warning: ' <<<"$out" || true)
+audit=$(audit_of strict-pair-gated)
+if [[ $(class_of strict-pair-gated) != kata ]]; then
+  fail "strict-pair-gated: not Kata ($(class_of strict-pair-gated)): $out"
+elif [[ $shown != "Warning: $(warning_cut "$STRICT_WARNING")"$'\n'"Warning: $(warning_cut "$GATE_NOTE")" ]]; then
+  fail "strict-pair-gated: kubectl's warnings are not the nodes' then the gate note's: $out"
+elif [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"$audit") != mutated ||
+  $(jq -r --arg w "$WEBHOOK" '.[$w + "/reason"]' <<<"$audit") != "$STRICT_WARNING; $GATE_NOTE" ]]; then
+  fail "strict-pair-gated: audit annotations: $audit"
+elif ! note=$(decision_note "$(get $TENANT strict-pair-gated)" mutated "Warning: $STRICT_WARNING; $GATE_NOTE"); then
+  fail "strict-pair-gated: $note"
+else
+  pass "strict-pair-gated: Kata, two Warning lines (the nodes, then the gate note)$note; the audit reason has both"
+fi
+k -n $TENANT delete pod strict-pair-gated --wait=false >/dev/null 2>&1 || true
 # status.features through the masks: the NodeList policy-server's host
 # answers the features query with, as kwctl (the same policy-evaluator)
 # records it against this API server, for the same pod.
@@ -1505,24 +1528,27 @@ kept=$(handlers_kept kata-strict-a kata-strict-b)
 k delete node kata-strict-a kata-strict-b >/dev/null
 
 echo "# scheduling gates: a gated pod given Kata, then narrowed and ungated"
-# While a pod is gated, its nodeSelector may still be narrowed (Kueue adds
-# its ResourceFlavor's node labels as it ungates the pod), after the policy
-# judged it. The policy gives Kata and says so; a narrowing that excludes
-# every kata node leaves the pod Pending: the documented limit.
-GATED_WARNING='runtimeClassName "kata" assigned: a kata node can run this pod; the pod has schedulingGates ("example.com/hold"): node constraints added before it is ungated are not checked, and it stays Pending if they exclude every kata node'
+# While a pod is gated, its nodeSelector may still be narrowed (by whatever
+# set the gate, before it removes it), after the policy judged it. The
+# policy gives Kata and says so in a warning of its own; a narrowing that
+# excludes every kata node leaves the pod Pending: the documented limit.
+GATED_REASON="runtimeClassName \"kata\" assigned: a kata node can run this pod; $GATE_NOTE"
 out=$(create_pod $TENANT tests/cluster/pods/gated.yaml)
 if ! pod=$(get $TENANT gated 2>/dev/null); then
   fail "gated: not created: $out"
 elif [[ $(jq -r '.spec.runtimeClassName // "none"' <<<"$pod") != kata || $(merge_of "$pod") != "$KATA_MERGE" ]]; then
   fail "gated: not Kata with the RuntimeClass merged: $(jq -c '.spec | {runtimeClassName, overhead, nodeSelector}' <<<"$pod") ($out)"
-elif [[ $(grep '^Warning: ' <<<"$out" || true) != "Warning: $(warning_cut "$GATED_WARNING")" ]]; then
-  fail "gated: Kata, but kubectl's warnings are not the policy's: $out"
-elif ! note=$(decision_note "$pod" mutated "Warning: $GATED_WARNING"); then
+elif [[ $(grep '^Warning: ' <<<"$out" || true) != "Warning: $(warning_cut "$GATE_NOTE")" ]]; then
+  fail "gated: Kata, but kubectl's warnings are not the gate note alone: $out"
+elif ! note=$(decision_note "$pod" mutated "Warning: $GATED_REASON"); then
   fail "gated: $note"
+elif audit=$(audit_of gated) && [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"$audit") != mutated ||
+  $(jq -r --arg w "$WEBHOOK" '.[$w + "/reason"]' <<<"$audit") != "$GATED_REASON" ]]; then
+  fail "gated: audit annotations not mutated with the explanation and the gate note: $audit"
 elif [[ $(jq -r '[.spec.nodeName // "", (.status.conditions[]? | select(.type == "PodScheduled") | "\(.status) \(.reason)")] | join("|")' <<<"$pod") != "|False SchedulingGated" ]]; then
   fail "gated: not held by its gate: $(jq -c '{nodeName: .spec.nodeName, conditions: .status.conditions}' <<<"$pod")"
 else
-  pass "gated: mutated, overhead and node selector merged, with the warning$note; held (PodScheduled False SchedulingGated)"
+  pass "gated: mutated, overhead and node selector merged, the gate note its only warning$note, the audit reason the explanation and the note; held (PodScheduled False SchedulingGated)"
   # Narrowed to worker-3 (not a kata node) while gated, as the API server
   # allows, then ungated: the merged kata selector and the hostname exclude
   # every node. The scheduler says so and the pod stays Pending.
