@@ -274,6 +274,18 @@ fn mutated_spec(d: &Decision) -> Value {
     }
 }
 
+/// The explanation of a mutation that warns (some nodes cannot start the pod).
+fn warned_mutation(d: &Decision) -> &str {
+    match d {
+        Decision::Mutate {
+            explanation,
+            warn: true,
+            ..
+        } => explanation,
+        other => panic!("expected a mutation with a warning, got {other:?}"),
+    }
+}
+
 fn leave_text(d: &Decision) -> &str {
     match d {
         Decision::Leave {

@@ -48,17 +48,6 @@ fn plain() -> Vec<u8> {
     pod_request(json!({"containers": containers()}))
 }
 
-fn warned_mutation(d: &Decision) -> &str {
-    match d {
-        Decision::Mutate {
-            explanation,
-            warn: true,
-            ..
-        } => explanation,
-        other => panic!("expected a mutation with a warning, got {other:?}"),
-    }
-}
-
 #[test]
 fn a_labelled_node_whose_runtime_never_loaded_kata_does_not_count() {
     let cluster = qemu_cluster(vec![

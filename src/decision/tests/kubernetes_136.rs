@@ -24,17 +24,6 @@ fn strict_spec() -> Value {
         "securityContext": {"runAsUser": 1000, "supplementalGroupsPolicy": "Strict"}})
 }
 
-fn warned_text(d: &Decision) -> &str {
-    match d {
-        Decision::Mutate {
-            explanation,
-            warn: true,
-            ..
-        } => explanation,
-        other => panic!("expected a mutation with a warning, got {other:?}"),
-    }
-}
-
 #[test]
 fn a_strict_pod_is_left_alone_when_no_kata_node_supports_it() {
     let cluster = FakeCluster::new(vec![
@@ -68,7 +57,7 @@ fn a_strict_pod_gets_kata_where_a_kata_node_supports_it() {
         kata_node("kata-new", supports_strict()),
     ]);
     assert_eq!(
-        warned_text(&decide_payload(&pod_request(strict_spec()), &partial)),
+        warned_mutation(&decide_payload(&pod_request(strict_spec()), &partial)),
         "kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not support \
          supplementalGroupsPolicy: Strict (kata-old): if the scheduler picks one, the pod will not start"
     );
