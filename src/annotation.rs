@@ -44,9 +44,9 @@ pub fn annotate(decision: Decision, object: &str) -> Decision {
             warn,
             note,
         },
-        Decision::Leave {
+        Decision::Unchanged {
             explanation, warn, ..
-        } => Decision::Leave {
+        } => Decision::Unchanged {
             object: mutation::set_annotation(object, DECISION_ANNOTATION, &value).ok(),
             explanation,
             warn,
@@ -60,7 +60,7 @@ pub fn annotate(decision: Decision, object: &str) -> Decision {
 pub fn value(decision: &Decision) -> Option<String> {
     let text = match decision {
         Decision::Mutate { .. } => format!("mutated: {}", decision.reason()),
-        Decision::Leave { explanation, .. } => {
+        Decision::Unchanged { explanation, .. } => {
             let reason = explanation
                 .strip_prefix(NOT_ASSIGNED)
                 .unwrap_or(explanation);
@@ -127,7 +127,7 @@ mod tests {
     use serde_json::{Value, json};
 
     fn leave(explanation: &str) -> Decision {
-        Decision::Leave {
+        Decision::Unchanged {
             explanation: explanation.into(),
             warn: true,
             object: None,
@@ -269,7 +269,7 @@ mod tests {
         let left = annotate(leave("kata runtime not assigned: why"), request);
         assert_eq!(
             left,
-            Decision::Leave {
+            Decision::Unchanged {
                 explanation: "kata runtime not assigned: why".into(),
                 warn: true,
                 object: Some(
@@ -278,7 +278,7 @@ mod tests {
                 ),
             }
         );
-        let Decision::Leave {
+        let Decision::Unchanged {
             object: Some(object),
             ..
         } = left

@@ -90,7 +90,7 @@ fn scan_handlers(payload: &[u8]) -> CallResult {
     let result = scanned(payload, |node| {
         if matches!(
             node.runtime_handlers.report(handler),
-            HandlerReport::Listed { .. }
+            HandlerReport::Listed(_)
         ) {
             listed += 1;
         }

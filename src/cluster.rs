@@ -392,15 +392,18 @@ impl HostCluster {
     }
 }
 
+/// `get_resource`, with an object that does not exist as `None`.
+fn get_optional(request: &GetResourceRequest) -> Result<Option<Vec<u8>>, LookupError> {
+    match HostCluster::call("get_resource", request).map_err(LookupError::from_host) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind == LookupErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 impl Cluster for HostCluster {
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        match Self::call("get_resource", &runtime_class_request(name))
-            .map_err(LookupError::from_host)
-        {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind == LookupErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        get_optional(&runtime_class_request(name))
     }
 
     fn kata_nodes(
@@ -416,12 +419,7 @@ impl Cluster for HostCluster {
     }
 
     fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
-        match Self::call("get_resource", &node_request(name, masks)).map_err(LookupError::from_host)
-        {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind == LookupErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        get_optional(&node_request(name, masks))
     }
 
     fn may(
@@ -441,13 +439,7 @@ impl Cluster for HostCluster {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Vec<u8>>, LookupError> {
-        match Self::call("get_resource", &object_request(kind, namespace, name))
-            .map_err(LookupError::from_host)
-        {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind == LookupErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        get_optional(&object_request(kind, namespace, name))
     }
 
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {

@@ -3,6 +3,7 @@
 //! testable natively with a fake cluster.
 
 use crate::cluster::{Cluster, LookupError, LookupErrorKind, NodeMasks};
+use crate::node::{HandlerFeature, HandlerFeatures};
 use crate::pod::PodFacts;
 use crate::request::{self, AdmissionRequest};
 use crate::scheduling::node_features::FeatureNeeds;
@@ -10,7 +11,7 @@ use crate::scheduling::runtime_handler::HandlerNeeds;
 use crate::scheduling::{Broken, Constraints, Feasibility};
 use crate::settings::{HandlerCheck, Outcome, Settings};
 use crate::volumes::{self, PodRef, Refusal};
-use crate::{annotation, compat, mutation, runtime_class};
+use crate::{annotation, incompatible, mutation, runtime_class};
 
 /// How every explanation of a pod left without Kata for a reason starts.
 pub const NOT_ASSIGNED: &str = "kata runtime not assigned: ";
@@ -30,7 +31,7 @@ pub enum Decision {
     /// Admit unchanged. `warn`: tell the user (every pod left without Kata).
     /// `object`: with `annotateDecision`, the raw request object with only
     /// the decision annotation added; `None`: no patch at all.
-    Leave {
+    Unchanged {
         explanation: String,
         warn: bool,
         object: Option<String>,
@@ -46,7 +47,7 @@ impl Decision {
     pub fn explanation(&self) -> &str {
         match self {
             Decision::Mutate { explanation, .. }
-            | Decision::Leave { explanation, .. }
+            | Decision::Unchanged { explanation, .. }
             | Decision::Reject { explanation, .. } => explanation,
         }
     }
@@ -65,7 +66,7 @@ impl Decision {
     }
 
     fn leave(explanation: String) -> Decision {
-        Decision::Leave {
+        Decision::Unchanged {
             explanation,
             warn: true,
             object: None,
@@ -108,7 +109,7 @@ pub fn decide_payload(payload: &[u8], cluster: &impl Cluster) -> Decision {
 
 pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cluster) -> Decision {
     if !request.is_pod_create() {
-        return Decision::Leave {
+        return Decision::Unchanged {
             explanation: format!(
                 "not evaluated: the policy acts on Pod CREATE only, this is {}",
                 request.describe()
@@ -269,8 +270,15 @@ fn handler_needs(pod: &PodFacts, handler: &str, settings: &Settings) -> Option<H
         handler: handler.into(),
         required,
         // Reaches here only when `userNamespaces` is not in skipPodsUsing.
-        user_namespaces: pod.runtime.host_users == Some(false),
-        recursive_read_only_mounts: pod.recursive_read_only,
+        features: HandlerFeatures::default()
+            .with(
+                HandlerFeature::UserNamespaces,
+                pod.runtime.host_users == Some(false),
+            )
+            .with(
+                HandlerFeature::RecursiveReadOnlyMounts,
+                pod.recursive_read_only,
+            ),
     })
 }
 
@@ -318,7 +326,7 @@ fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision 
             };
         }
     }
-    Decision::Leave {
+    Decision::Unchanged {
         explanation: format!("pod already sets runtimeClassName {existing:?}; left unchanged"),
         // A pod that already asked for our class has Kata: nothing to warn about.
         warn: existing != class,
@@ -335,7 +343,7 @@ fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Option<Decision>
     if settings.skip_pods_using.is_empty() {
         return None;
     }
-    let findings = compat::check(&pod.runtime, &settings.compat());
+    let findings = incompatible::check(&pod.runtime, &settings.incompatible_rules());
     if findings.is_empty() {
         return None;
     }

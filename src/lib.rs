@@ -22,8 +22,8 @@ pub mod annotation;
 #[cfg(feature = "bench")]
 mod bench;
 pub mod cluster;
-pub mod compat;
 pub mod decision;
+pub mod incompatible;
 pub mod json_scan;
 pub mod labels;
 pub mod mutation;

@@ -169,10 +169,76 @@ pub enum HandlerReport {
     NotListed,
     /// The node lists the handler, with these features (a feature that is
     /// absent or not a boolean is not supported).
-    Listed {
-        user_namespaces: bool,
-        recursive_read_only_mounts: bool,
-    },
+    Listed(HandlerFeatures),
+}
+
+/// A feature of a runtime handler (`status.runtimeHandlers[].features`)
+/// that the kubelet checks before it starts a pod that depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HandlerFeature {
+    UserNamespaces,
+    RecursiveReadOnlyMounts,
+}
+
+impl HandlerFeature {
+    /// Every feature, in the order they are checked.
+    pub const ALL: [HandlerFeature; 2] = [
+        HandlerFeature::UserNamespaces,
+        HandlerFeature::RecursiveReadOnlyMounts,
+    ];
+
+    /// The field of `features`, as the node reports it.
+    pub fn field(self) -> &'static str {
+        match self {
+            HandlerFeature::UserNamespaces => "userNamespaces",
+            HandlerFeature::RecursiveReadOnlyMounts => "recursiveReadOnlyMounts",
+        }
+    }
+
+    /// What in a pod depends on it.
+    pub fn asked_by(self) -> &'static str {
+        match self {
+            HandlerFeature::UserNamespaces => "hostUsers: false",
+            HandlerFeature::RecursiveReadOnlyMounts => "recursiveReadOnly: Enabled",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// A set of handler features: those a handler reports, or those a pod needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HandlerFeatures(u8);
+
+impl HandlerFeatures {
+    pub fn of(features: impl IntoIterator<Item = HandlerFeature>) -> Self {
+        features
+            .into_iter()
+            .fold(HandlerFeatures(0), |set, f| set.with(f, true))
+    }
+
+    /// The set with `feature` in it when `present`, out of it otherwise.
+    pub fn with(self, feature: HandlerFeature, present: bool) -> Self {
+        match present {
+            true => HandlerFeatures(self.0 | feature.bit()),
+            false => HandlerFeatures(self.0 & !feature.bit()),
+        }
+    }
+
+    pub fn contains(self, feature: HandlerFeature) -> bool {
+        self.0 & feature.bit() != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The first feature of this set that `reported` lacks.
+    pub fn first_missing(self, reported: HandlerFeatures) -> Option<HandlerFeature> {
+        (HandlerFeature::ALL.into_iter()).find(|f| self.contains(*f) && !reported.contains(*f))
+    }
 }
 
 impl<'a> RuntimeHandlers<'a> {
@@ -203,7 +269,7 @@ impl<'a> RuntimeHandlers<'a> {
                 return Ok(true);
             }
             let mut matches = false;
-            let mut features = (false, false);
+            let mut features = HandlerFeatures::default();
             // A repeated key overrides the earlier one, as in serde_json.
             c.object(|c, key| {
                 match key.as_bytes() {
@@ -213,22 +279,23 @@ impl<'a> RuntimeHandlers<'a> {
                         c.skip_value()?;
                     }
                     b"features" if c.peek_is(b'{') => {
-                        features = (false, false);
+                        features = HandlerFeatures::default();
                         c.object(|c, key| {
-                            let flag = match key.as_bytes() {
-                                b"userNamespaces" => &mut features.0,
-                                b"recursiveReadOnlyMounts" => &mut features.1,
-                                _ => return c.skip_value(),
+                            let Some(feature) = (HandlerFeature::ALL.into_iter())
+                                .find(|f| f.field().as_bytes() == key.as_bytes())
+                            else {
+                                return c.skip_value();
                             };
-                            *flag = c.peek_is(b't') && c.boolean()?;
-                            if !*flag {
+                            let on = c.peek_is(b't') && c.boolean()?;
+                            if !on {
                                 c.skip_value()?;
                             }
+                            features = features.with(feature, on);
                             Ok(())
                         })?;
                     }
                     b"features" => {
-                        features = (false, false);
+                        features = HandlerFeatures::default();
                         c.skip_value()?;
                     }
                     _ => c.skip_value()?,
@@ -236,10 +303,7 @@ impl<'a> RuntimeHandlers<'a> {
                 Ok(())
             })?;
             if matches {
-                found = Some(HandlerReport::Listed {
-                    user_namespaces: features.0,
-                    recursive_read_only_mounts: features.1,
-                });
+                found = Some(HandlerReport::Listed(features));
             }
             Ok(found.is_none())
         });

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Affinity, NodeSelector, Toleration};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::compat::{self, RuntimeFacts};
+use crate::incompatible::{self, RuntimeFacts};
 use crate::quantity::Quantity;
 use crate::resources::{ContainerResources, PodResources, ResourceList};
 use crate::volumes::objects::Claim;
@@ -279,7 +279,7 @@ pub struct PodFacts {
     /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
     pub required_node_affinity: Option<NodeSelector>,
     pub tolerations: Vec<Toleration>,
-    /// What the runtime-compatibility check reads (`compat.rs`).
+    /// What the runtime-compatibility check reads (`incompatible`).
     pub runtime: RuntimeFacts,
     /// `spec.runtimeClassName`, `Some("")` included.
     pub runtime_class_name: Option<String>,
@@ -411,7 +411,7 @@ fn runtime_facts(
     let containers = (spec.containers.iter().flatten().map(|c| (c, false)))
         .zip(resources.containers.iter())
         .chain((spec.init_containers.iter().flatten().map(|c| (c, true))).zip(init_resources))
-        .map(|((c, init), r)| compat::Container {
+        .map(|((c, init), r)| incompatible::Container {
             name: c.name.clone(),
             init,
             security: security(c.security_context.as_ref()),
@@ -419,7 +419,7 @@ fn runtime_facts(
                 .volume_mounts
                 .iter()
                 .flatten()
-                .map(|m| compat::Mount {
+                .map(|m| incompatible::Mount {
                     volume: m.name.clone(),
                     propagation: m.mount_propagation.clone(),
                     sub_path: [("subPath", &m.sub_path), ("subPathExpr", &m.sub_path_expr)]
@@ -437,10 +437,10 @@ fn runtime_facts(
         .collect();
     let volumes = (spec.volumes.iter().flatten())
         .filter(|v| v.host_path.is_some() || v.empty_dir.is_some() || v.image.is_some())
-        .map(|v| compat::Volume {
+        .map(|v| incompatible::Volume {
             name: v.name.clone(),
-            host_path: v.host_path.as_ref().map(|h| compat::HostPath {
-                path: compat::clean(h.path.as_deref().unwrap_or_default()),
+            host_path: v.host_path.as_ref().map(|h| incompatible::HostPath {
+                path: incompatible::clean(h.path.as_deref().unwrap_or_default()),
                 kind: h.kind.clone().unwrap_or_default(),
             }),
             memory_size_limit: (v.empty_dir.as_ref())
@@ -471,7 +471,7 @@ fn runtime_facts(
         volumes,
         app_armor_annotations,
         resource_claims: (spec.resource_claims.iter().flatten())
-            .map(|c| compat::ResourceClaim {
+            .map(|c| incompatible::ResourceClaim {
                 name: c.name.clone(),
                 source: [
                     ("ResourceClaimTemplate", &c.resource_claim_template_name),
@@ -488,12 +488,12 @@ fn runtime_facts(
     }
 }
 
-fn security(raw: Option<&RawSecurity>) -> compat::Security {
+fn security(raw: Option<&RawSecurity>) -> incompatible::Security {
     let Some(raw) = raw else {
-        return compat::Security::default();
+        return incompatible::Security::default();
     };
     let kind = |p: &Option<RawProfile>| p.as_ref().and_then(|p| p.kind.clone());
-    compat::Security {
+    incompatible::Security {
         privileged: raw.privileged == Some(true),
         seccomp: kind(&raw.seccomp_profile),
         app_armor: kind(&raw.app_armor_profile),

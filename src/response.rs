@@ -48,7 +48,7 @@ pub fn render(decision: Decision) -> Vec<u8> {
         Decision::Mutate {
             object, warn, note, ..
         } => ("mutated", true, None, Some(object), warn, note),
-        Decision::Leave { object, warn, .. } => ("unchanged", true, None, object, warn, None),
+        Decision::Unchanged { object, warn, .. } => ("unchanged", true, None, object, warn, None),
         Decision::Reject { code, .. } => ("rejected", false, code, None, true, None),
     };
     let mutated = match object.map(RawValue::from_string).transpose() {
@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn leave_and_reject() {
-        let v = rendered(Decision::Leave {
+        let v = rendered(Decision::Unchanged {
             explanation: "why".into(),
             warn: true,
             object: None,
@@ -150,7 +150,7 @@ mod tests {
             (json!(true), json!(["why"]))
         );
         assert_eq!(v["mutated_object"], Value::Null);
-        let quiet = rendered(Decision::Leave {
+        let quiet = rendered(Decision::Unchanged {
             explanation: "why".into(),
             warn: false,
             object: None,
@@ -176,7 +176,7 @@ mod tests {
     /// through raw too, still "unchanged", with its warning.
     #[test]
     fn an_annotated_unchanged_pod_passes_its_object_through() {
-        let out = render(Decision::Leave {
+        let out = render(Decision::Unchanged {
             explanation: "why".into(),
             warn: true,
             object: Some(r#"{"metadata":{"annotations":{"k":"unchanged: why"}},"n":1.50}"#.into()),
@@ -195,7 +195,7 @@ mod tests {
             json!({"decision": "unchanged", "reason": "why"})
         );
         assert_eq!(v["warnings"], json!(["why"]));
-        let broken = rendered(Decision::Leave {
+        let broken = rendered(Decision::Unchanged {
             explanation: "why".into(),
             warn: false,
             object: Some("{".into()),

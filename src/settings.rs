@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::cluster::Subject;
-use crate::compat::{self, CompatSettings, Feature, FeatureSet};
+use crate::incompatible::{self, Feature, FeatureSet, Rules};
 use crate::labels;
 use crate::resources::ResourceNames;
 
@@ -282,8 +282,8 @@ impl Settings {
     }
 
     /// What the runtime-compatibility check needs.
-    pub fn compat(&self) -> CompatSettings<'_> {
-        CompatSettings {
+    pub fn incompatible_rules(&self) -> Rules<'_> {
+        Rules {
             features: self.skip_pods_using,
             socket_paths: &self.host_socket_paths,
             device_resources: &self.host_device_resources,
@@ -358,7 +358,7 @@ fn socket_paths(key: &str, value: &Value) -> Result<Vec<Cow<'static, str>>, Stri
         .iter()
         .map(|p| {
             if p.starts_with('/') {
-                Ok(Cow::Owned(compat::clean(p)))
+                Ok(Cow::Owned(incompatible::clean(p)))
             } else {
                 Err(format!(
                     "{key}: {p:?} is not an absolute path (example: \"/var/run\")"

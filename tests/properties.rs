@@ -18,8 +18,8 @@ use kata_runtime_policy::annotation::{DECISION_ANNOTATION, MAX_VALUE_BYTES};
 use kata_runtime_policy::cluster::{
     Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
 };
-use kata_runtime_policy::compat::Feature;
 use kata_runtime_policy::decision::{Decision, decide_payload};
+use kata_runtime_policy::incompatible::Feature;
 use kata_runtime_policy::node::{KeyFilter, parse_node};
 use kata_runtime_policy::pod::PodFacts;
 use kata_runtime_policy::response::render;
@@ -104,7 +104,7 @@ fn without_features(nodes: &[Value]) -> Vec<Value> {
 fn verdict(d: &Decision) -> &'static str {
     match d {
         Decision::Mutate { .. } => "mutated",
-        Decision::Leave { .. } => "unchanged",
+        Decision::Unchanged { .. } => "unchanged",
         Decision::Reject { .. } => "rejected",
     }
 }
@@ -935,7 +935,7 @@ proptest! {
         let after = decide_with(&object, &nodes, json!({"skipPodsUsing": enabled}));
         let named = format!("(skipPodsUsing: {feature})");
         match &after {
-            Decision::Leave { explanation, warn: true, object: None } => {
+            Decision::Unchanged { explanation, warn: true, object: None } => {
                 prop_assert!(explanation.contains(&named), "{how}: {explanation}");
             }
             other => prop_assert!(false, "{how} on a pod that was {before:?}: {other:?}"),
@@ -979,7 +979,7 @@ proptest! {
         add_feature_use(&mut privileged, "privileged", which);
         let verdict = |d: Decision| match d {
             Decision::Mutate { explanation, warn, .. } => ("mutated", explanation, warn),
-            Decision::Leave { explanation, warn, .. } => ("unchanged", explanation, warn),
+            Decision::Unchanged { explanation, warn, .. } => ("unchanged", explanation, warn),
             Decision::Reject { explanation, .. } => ("rejected", explanation, true),
         };
         prop_assert_eq!(verdict(decide(&object, &nodes)), verdict(decide(&privileged, &nodes)));
@@ -1033,8 +1033,7 @@ proptest! {
         let needs = HandlerNeeds {
             handler: "kata".into(),
             required: false,
-            user_namespaces: false,
-            recursive_read_only_mounts: false,
+            features: Default::default(),
         };
         let listed = constraints(&spec).with_handler(Some(needs)).find_feasible(&list);
         prop_assert_eq!(

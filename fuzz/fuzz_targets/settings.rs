@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
         // check compares them element by element with cleaned hostPaths.
         for path in &settings.host_socket_paths {
             assert!(
-                path.starts_with('/') && kata_runtime_policy::compat::clean(path) == *path,
+                path.starts_with('/') && kata_runtime_policy::incompatible::clean(path) == *path,
                 "accepted hostSocketPaths entry {path:?} is not absolute and clean"
             );
         }

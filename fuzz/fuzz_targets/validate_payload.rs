@@ -49,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
 
     // annotateDecision on an unchanged pod: the request's object plus the
     // annotation, nothing else.
-    if let Decision::Leave {
+    if let Decision::Unchanged {
         object: Some(object),
         ..
     } = &decision

@@ -288,7 +288,7 @@ fn warned_mutation(d: &Decision) -> &str {
 
 fn leave_text(d: &Decision) -> &str {
     match d {
-        Decision::Leave {
+        Decision::Unchanged {
             explanation,
             warn: true,
             object: None,
@@ -411,7 +411,7 @@ fn skips_are_decided_before_asking_the_cluster() {
     for (payload, want, want_warn) in cases {
         let cluster = seed_cluster();
         match decide_payload(&payload, &cluster) {
-            Decision::Leave {
+            Decision::Unchanged {
                 explanation,
                 warn,
                 object: None,
@@ -485,7 +485,7 @@ fn allowed_runtime_classes() {
     // The policy's own class is always allowed, without a warning.
     assert!(matches!(
         decide_with("kata", list.clone(), none.clone()),
-        Decision::Leave { warn: false, .. }
+        Decision::Unchanged { warn: false, .. }
     ));
     // []: only the policy's own class.
     let empty = json!({"allowedRuntimeClasses": []});
@@ -545,7 +545,7 @@ fn restrict_runtime_classes() {
         );
         assert!(matches!(
             decide_with("kata", on),
-            Decision::Leave { warn: false, .. }
+            Decision::Unchanged { warn: false, .. }
         ));
     }
     let listed = json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": ["gvisor"]});

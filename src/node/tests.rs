@@ -196,10 +196,11 @@ fn the_reader_agrees_with_serde() {
     assert_eq!(complete, Ok(Scan::Completed), "the base document is valid");
     let (_, nodes) = serde_oracle::with_reader(base.as_bytes(), None, usize::MAX);
     let listed = |userns, rro| {
-        Some(HandlerReport::Listed {
-            user_namespaces: userns,
-            recursive_read_only_mounts: rro,
-        })
+        Some(HandlerReport::Listed(
+            HandlerFeatures::default()
+                .with(HandlerFeature::UserNamespaces, userns)
+                .with(HandlerFeature::RecursiveReadOnlyMounts, rro),
+        ))
     };
     // kata, kata-qemu, runc, "": an escaped name, a feature that is not a
     // boolean, a handler not listed, junk entries skipped.

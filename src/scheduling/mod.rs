@@ -663,8 +663,7 @@ mod tests {
         let needs = HandlerNeeds {
             handler: "kata-qemu".into(),
             required: true,
-            user_namespaces: false,
-            recursive_read_only_mounts: false,
+            features: Default::default(),
         };
         let list = r#"{"kind":"NodeList","items":[
             {"metadata":{"name":"old-kubelet"}},

@@ -17,32 +17,7 @@
 use std::sync::Arc;
 
 use super::node_features::NodeFeature;
-use crate::node::{HandlerReport, Node};
-
-/// A handler feature the pod's start depends on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Feature {
-    UserNamespaces,
-    RecursiveReadOnlyMounts,
-}
-
-impl Feature {
-    /// The field of `features`, as the node reports it.
-    pub fn field(self) -> &'static str {
-        match self {
-            Feature::UserNamespaces => "userNamespaces",
-            Feature::RecursiveReadOnlyMounts => "recursiveReadOnlyMounts",
-        }
-    }
-
-    /// What in the pod asks for it.
-    pub fn asked_by(self) -> &'static str {
-        match self {
-            Feature::UserNamespaces => "hostUsers: false",
-            Feature::RecursiveReadOnlyMounts => "recursiveReadOnly: Enabled",
-        }
-    }
-}
+use crate::node::{HandlerFeature, HandlerFeatures, HandlerReport, Node};
 
 /// Why a node's runtime cannot start the pod.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,7 +30,7 @@ pub enum Lack {
     /// The node reports no handlers at all, and one is needed.
     NothingReported,
     /// The node lists the handler without a feature the pod needs.
-    Feature(Arc<str>, Feature),
+    Feature(Arc<str>, HandlerFeature),
 }
 
 impl std::fmt::Display for Lack {
@@ -85,15 +60,15 @@ pub struct HandlerNeeds {
     /// `runtimeHandlerCheck: required`: a node that reports no handlers
     /// does not count.
     pub required: bool,
-    pub user_namespaces: bool,
-    pub recursive_read_only_mounts: bool,
+    /// The handler features the pod's start depends on.
+    pub features: HandlerFeatures,
 }
 
 impl HandlerNeeds {
     /// Whether the pod's start depends on a handler feature, which only the
     /// whole entries (not their names) tell.
     pub fn needs_features(&self) -> bool {
-        self.user_namespaces || self.recursive_read_only_mounts
+        !self.features.is_empty()
     }
 
     /// `Ok` when the node's runtime can start the pod, as far as the node
@@ -107,21 +82,10 @@ impl HandlerNeeds {
             }
             HandlerReport::Nothing => Ok(()),
             HandlerReport::NotListed => Err(Lack::NotReported(self.handler.clone())),
-            HandlerReport::Listed {
-                user_namespaces,
-                recursive_read_only_mounts,
-            } => {
-                if self.user_namespaces && !user_namespaces {
-                    Err(Lack::Feature(self.handler.clone(), Feature::UserNamespaces))
-                } else if self.recursive_read_only_mounts && !recursive_read_only_mounts {
-                    Err(Lack::Feature(
-                        self.handler.clone(),
-                        Feature::RecursiveReadOnlyMounts,
-                    ))
-                } else {
-                    Ok(())
-                }
-            }
+            HandlerReport::Listed(reported) => match self.features.first_missing(reported) {
+                Some(feature) => Err(Lack::Feature(self.handler.clone(), feature)),
+                None => Ok(()),
+            },
         }
     }
 }
@@ -145,8 +109,9 @@ mod tests {
         HandlerNeeds {
             handler: "kata-qemu".into(),
             required,
-            user_namespaces: userns,
-            recursive_read_only_mounts: rro,
+            features: HandlerFeatures::default()
+                .with(HandlerFeature::UserNamespaces, userns)
+                .with(HandlerFeature::RecursiveReadOnlyMounts, rro),
         }
     }
 
@@ -217,7 +182,10 @@ mod tests {
         );
         assert_eq!(
             needs(false, true, false).passes(&kata_deploy_node(false)),
-            Err(Lack::Feature("kata-qemu".into(), Feature::UserNamespaces))
+            Err(Lack::Feature(
+                "kata-qemu".into(),
+                HandlerFeature::UserNamespaces
+            ))
         );
         // Another handler's features do not count (runc has them all).
         let qemu_rs_only = node(Some(json!([
@@ -228,7 +196,7 @@ mod tests {
             needs(false, false, true).passes(&qemu_rs_only),
             Err(Lack::Feature(
                 "kata-qemu".into(),
-                Feature::RecursiveReadOnlyMounts
+                HandlerFeature::RecursiveReadOnlyMounts
             ))
         );
         // The kubelet says no when the node reports nothing, even in auto.
@@ -280,7 +248,10 @@ mod tests {
                 "features": {"userNamespaces": odd, "recursiveReadOnlyMounts": odd}}])));
             assert_eq!(
                 needs(false, true, false).passes(&n),
-                Err(Lack::Feature("kata-qemu".into(), Feature::UserNamespaces)),
+                Err(Lack::Feature(
+                    "kata-qemu".into(),
+                    HandlerFeature::UserNamespaces
+                )),
                 "{odd}"
             );
             assert_eq!(needs(false, false, false).passes(&n), Ok(()));
@@ -290,7 +261,7 @@ mod tests {
             needs(false, false, true).passes(&features_not_an_object),
             Err(Lack::Feature(
                 "kata-qemu".into(),
-                Feature::RecursiveReadOnlyMounts
+                HandlerFeature::RecursiveReadOnlyMounts
             ))
         );
     }
@@ -306,11 +277,11 @@ mod tests {
             "report no runtime handlers"
         );
         assert_eq!(
-            Lack::Feature("kata-qemu".into(), Feature::UserNamespaces).to_string(),
+            Lack::Feature("kata-qemu".into(), HandlerFeature::UserNamespaces).to_string(),
             "report runtime handler \"kata-qemu\" without features.userNamespaces (the pod sets hostUsers: false)"
         );
         assert_eq!(
-            Lack::Feature("kata-clh".into(), Feature::RecursiveReadOnlyMounts).to_string(),
+            Lack::Feature("kata-clh".into(), HandlerFeature::RecursiveReadOnlyMounts).to_string(),
             "report runtime handler \"kata-clh\" without features.recursiveReadOnlyMounts \
              (the pod sets recursiveReadOnly: Enabled)"
         );

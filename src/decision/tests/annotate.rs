@@ -60,12 +60,12 @@ fn added_annotation(off: &Decision, on: &Decision, original: &Value) -> Option<S
             Some(value.as_str().expect("a string value").to_string())
         }
         (
-            Decision::Leave {
+            Decision::Unchanged {
                 explanation: e1,
                 warn: w1,
                 object: None,
             },
-            Decision::Leave {
+            Decision::Unchanged {
                 explanation: e2,
                 warn: w2,
                 object: Some(after),
@@ -149,9 +149,9 @@ fn mutated_unchanged_and_named_classes() {
         &json!({}),
         seed_cluster,
     );
-    assert!(matches!(pinned, Decision::Leave { warn: true, .. }));
+    assert!(matches!(pinned, Decision::Unchanged { warn: true, .. }));
     let (_, kata) = off_and_on(&pod(named(), with_class("kata")), &json!({}), seed_cluster);
-    assert!(matches!(kata, Decision::Leave { warn: false, .. }));
+    assert!(matches!(kata, Decision::Unchanged { warn: false, .. }));
 }
 
 #[test]
@@ -228,7 +228,7 @@ fn no_annotation_where_there_is_nothing_to_annotate() {
         assert_eq!(off, on, "{object} {settings}");
         assert!(!matches!(
             on,
-            Decision::Leave {
+            Decision::Unchanged {
                 object: Some(_),
                 ..
             }
@@ -254,7 +254,7 @@ fn no_annotation_where_there_is_nothing_to_annotate() {
             &seed_cluster(),
         );
         assert!(
-            matches!(&d, Decision::Leave { warn: false, object: None, explanation } if explanation.starts_with("not evaluated")),
+            matches!(&d, Decision::Unchanged { warn: false, object: None, explanation } if explanation.starts_with("not evaluated")),
             "{d:?}"
         );
     }
@@ -291,7 +291,7 @@ fn a_preset_decision_is_replaced() {
     let metadata = json!({"name": "p", "annotations": {KEY: "mutated: trust me", "team": "a"}});
     let object = pod(metadata, master_pinned_spec());
     let (off, on) = off_and_on(&object, &json!({}), seed_cluster);
-    let Decision::Leave {
+    let Decision::Unchanged {
         object: Some(out), ..
     } = &on
     else {
@@ -303,7 +303,7 @@ fn a_preset_decision_is_replaced() {
                "team": "a"})
     );
     // Without the setting the policy touches nothing, the preset included.
-    assert!(matches!(off, Decision::Leave { object: None, .. }));
+    assert!(matches!(off, Decision::Unchanged { object: None, .. }));
 }
 
 /// Many findings: the value keeps the first whole ones and counts the rest.

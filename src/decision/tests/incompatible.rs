@@ -73,7 +73,10 @@ fn mirror_pods_and_allowed_classes_are_never_refused_for_a_finding() {
     // Its own class: admitted quietly, as before.
     named["runtimeClassName"] = json!("kata");
     let d = decide_payload(&with_settings(named, reject()), &seed_cluster());
-    assert!(matches!(d, Decision::Leave { warn: false, .. }), "{d:?}");
+    assert!(
+        matches!(d, Decision::Unchanged { warn: false, .. }),
+        "{d:?}"
+    );
 }
 
 #[test]

@@ -11,7 +11,9 @@ use std::ops::ControlFlow;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{HandlerReport, KeyFilter, Node, Scan, scan_node_list};
+use super::{
+    HandlerFeature, HandlerFeatures, HandlerReport, KeyFilter, Node, Scan, scan_node_list,
+};
 
 /// The handlers whose reports the readers are compared on.
 pub const HANDLER_NAMES: [&str; 4] = ["kata", "kata-qemu", "runc", ""];
@@ -85,10 +87,11 @@ pub fn report_model(handlers: Option<&serde_json::Value>, name: &str) -> Handler
             .and_then(|f| f.get(key))
             == Some(&serde_json::Value::Bool(true))
     };
-    HandlerReport::Listed {
-        user_namespaces: feature("userNamespaces"),
-        recursive_read_only_mounts: feature("recursiveReadOnlyMounts"),
-    }
+    HandlerReport::Listed(
+        (HandlerFeature::ALL.into_iter()).fold(HandlerFeatures::default(), |set, f| {
+            set.with(f, feature(f.field()))
+        }),
+    )
 }
 
 /// How a scan ended (`Err` if the answer was refused) and the nodes it saw

@@ -9,7 +9,7 @@ fn findings_with(spec: Value, metadata: Value, settings: Value) -> Vec<String> {
     let settings = Settings::from_value(&settings).unwrap();
     let pod = json!({"metadata": metadata, "spec": spec}).to_string();
     let facts = PodFacts::from_json(&pod).unwrap();
-    check(&facts.runtime, &settings.compat())
+    check(&facts.runtime, &settings.incompatible_rules())
         .iter()
         .map(ToString::to_string)
         .collect()

@@ -1,278 +1,10 @@
-//! What Kata Containers cannot run, even on a Kata node: a pure check over
-//! the pod's own facts, one rule per feature, findings as data.
-//!
-//! It runs before any host call. A pod that uses an enabled feature is left
-//! on the default runtime: scheduling it onto a Kata node would give a pod
-//! that never starts, or one that starts broken. The sources of every rule
-//! are in docs/kata-compatibility.md.
+//! One rule per feature: each adds a finding's detail per use.
 
 use std::borrow::Cow;
-use std::fmt;
 
+use super::facts::*;
+use super::paths::is_within;
 use crate::resources::entry_matches;
-
-/// A pod feature the `skipPodsUsing` setting can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Feature {
-    HostNamespaces,
-    UserNamespaces,
-    Windows,
-    Privileged,
-    HostSockets,
-    HostDevices,
-    MountPropagation,
-    DeviceResources,
-    DynamicResources,
-    ImageVolumes,
-    Seccomp,
-    AppArmor,
-    SeLinux,
-    SubPath,
-    MemoryEmptyDirLimit,
-}
-
-impl Feature {
-    /// Every feature, in the order findings are reported.
-    pub const ALL: [Feature; 15] = [
-        Feature::HostNamespaces,
-        Feature::UserNamespaces,
-        Feature::Windows,
-        Feature::Privileged,
-        Feature::HostSockets,
-        Feature::HostDevices,
-        Feature::MountPropagation,
-        Feature::DeviceResources,
-        Feature::DynamicResources,
-        Feature::ImageVolumes,
-        Feature::Seccomp,
-        Feature::AppArmor,
-        Feature::SeLinux,
-        Feature::SubPath,
-        Feature::MemoryEmptyDirLimit,
-    ];
-
-    /// The features checked by default: those that make a pod fail or
-    /// break under Kata. The others are opt-in: Kata weakens them, but most
-    /// pods that set them (every Pod Security `restricted` pod sets seccomp)
-    /// run fine. `privileged` is opt-in too: kata-deploy runs privileged
-    /// containers with `privileged_without_host_devices = true`, so a plain
-    /// privileged pod runs inside the VM, and skipping it would make it root
-    /// on the node instead; the privileged pods that need the host are
-    /// caught by hostSockets, hostDevices, mountPropagation and
-    /// hostNamespaces.
-    pub const DEFAULT: [Feature; 9] = [
-        Feature::HostNamespaces,
-        Feature::UserNamespaces,
-        Feature::Windows,
-        Feature::HostSockets,
-        Feature::HostDevices,
-        Feature::MountPropagation,
-        Feature::DeviceResources,
-        Feature::DynamicResources,
-        Feature::ImageVolumes,
-    ];
-
-    /// The name used in `skipPodsUsing`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Feature::HostNamespaces => "hostNamespaces",
-            Feature::UserNamespaces => "userNamespaces",
-            Feature::Windows => "windows",
-            Feature::Privileged => "privileged",
-            Feature::HostSockets => "hostSockets",
-            Feature::HostDevices => "hostDevices",
-            Feature::MountPropagation => "mountPropagation",
-            Feature::DeviceResources => "deviceResources",
-            Feature::DynamicResources => "dynamicResources",
-            Feature::Seccomp => "seccomp",
-            Feature::AppArmor => "appArmor",
-            Feature::SeLinux => "seLinux",
-            Feature::SubPath => "subPath",
-            Feature::MemoryEmptyDirLimit => "memoryEmptyDirLimit",
-            Feature::ImageVolumes => "imageVolumes",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Feature> {
-        Feature::ALL.into_iter().find(|f| f.name() == name)
-    }
-
-    /// The known names, comma-separated, for messages.
-    pub fn known_names() -> String {
-        let names: Vec<&str> = Feature::ALL.iter().map(|f| f.name()).collect();
-        names.join(", ")
-    }
-
-    fn bit(self) -> u16 {
-        1 << (self as u16)
-    }
-}
-
-/// A set of features (the parsed `skipPodsUsing`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FeatureSet(u16);
-
-impl FeatureSet {
-    pub fn of(features: impl IntoIterator<Item = Feature>) -> FeatureSet {
-        features
-            .into_iter()
-            .fold(FeatureSet(0), |set, f| FeatureSet(set.0 | f.bit()))
-    }
-
-    pub fn default_set() -> FeatureSet {
-        FeatureSet::of(Feature::DEFAULT)
-    }
-
-    pub fn contains(self, feature: Feature) -> bool {
-        self.0 & feature.bit() != 0
-    }
-
-    pub fn without(self, feature: Feature) -> FeatureSet {
-        FeatureSet(self.0 & !feature.bit())
-    }
-
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// The features in the set, in report order.
-    pub fn iter(self) -> impl Iterator<Item = Feature> {
-        Feature::ALL.into_iter().filter(move |f| self.contains(*f))
-    }
-}
-
-/// What the check is told by the settings.
-#[derive(Debug, Clone, Copy)]
-pub struct CompatSettings<'a> {
-    pub features: FeatureSet,
-    /// Cleaned absolute paths (`hostSocketPaths`).
-    pub socket_paths: &'a [Cow<'static, str>],
-    /// `hostDeviceResources`, validated (names or `group/*`).
-    pub device_resources: &'a [Cow<'static, str>],
-}
-
-/// The pod's facts the check reads, taken from the raw object by `pod.rs`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RuntimeFacts {
-    /// hostNetwork, hostPID, hostIPC: those set to true, in that order.
-    pub host_namespaces: Vec<&'static str>,
-    pub host_users: Option<bool>,
-    pub os_name: Option<String>,
-    /// `spec.securityContext`.
-    pub security: Security,
-    /// `containers`, then `initContainers` (restartable sidecars included).
-    pub containers: Vec<Container>,
-    pub volumes: Vec<Volume>,
-    /// `container.apparmor.security.beta.kubernetes.io/<container>` annotations.
-    pub app_armor_annotations: Vec<(String, String)>,
-    /// `spec.resourceClaims` (Dynamic Resource Allocation), in spec order.
-    pub resource_claims: Vec<ResourceClaim>,
-}
-
-/// One entry of `spec.resourceClaims`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResourceClaim {
-    /// The name containers use in `resources.claims`.
-    pub name: String,
-    /// `("ResourceClaimTemplate", name)` or `("ResourceClaim", name)`; `None`
-    /// when neither is set (the API server refuses that pod).
-    pub source: Option<(&'static str, String)>,
-}
-
-/// The security settings the check reads, at pod or container level.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Security {
-    pub privileged: bool,
-    /// `seccompProfile.type`.
-    pub seccomp: Option<String>,
-    /// `appArmorProfile.type`.
-    pub app_armor: Option<String>,
-    /// `seLinuxOptions` sets at least one field.
-    pub se_linux: bool,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Container {
-    pub name: String,
-    pub init: bool,
-    pub security: Security,
-    pub mounts: Vec<Mount>,
-    /// Resources requested or limited with a non-zero quantity.
-    pub resources: Vec<String>,
-    /// The pod's resource claims it uses (`resources.claims[].name`).
-    pub claims: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Mount {
-    pub volume: String,
-    pub propagation: Option<String>,
-    /// `subPath` or `subPathExpr`, whichever is set (non-empty).
-    pub sub_path: Option<&'static str>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Volume {
-    pub name: String,
-    pub host_path: Option<HostPath>,
-    /// The `sizeLimit` of an `emptyDir` with `medium: Memory`.
-    pub memory_size_limit: Option<String>,
-    /// An image volume (`image`, KEP-4639): its `reference`, "" when unset.
-    pub image: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HostPath {
-    /// Cleaned with [`clean`].
-    pub path: String,
-    /// `type` ("" when unset).
-    pub kind: String,
-}
-
-/// One use of a feature that Kata cannot provide.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    pub feature: Feature,
-    /// What the pod does and why Kata cannot run it, without the setting.
-    pub detail: String,
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (skipPodsUsing: {})",
-            self.detail,
-            self.feature.name()
-        )
-    }
-}
-
-/// Every use of an enabled feature, in feature order, then pod order.
-pub fn check(pod: &RuntimeFacts, settings: &CompatSettings) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for feature in settings.features.iter() {
-        let mut add = |detail: String| findings.push(Finding { feature, detail });
-        match feature {
-            Feature::HostNamespaces => host_namespaces(pod, &mut add),
-            Feature::UserNamespaces => user_namespaces(pod, &mut add),
-            Feature::Windows => windows(pod, &mut add),
-            Feature::Privileged => privileged(pod, &mut add),
-            Feature::HostSockets => host_sockets(pod, settings.socket_paths, &mut add),
-            Feature::HostDevices => host_devices(pod, &mut add),
-            Feature::MountPropagation => mount_propagation(pod, &mut add),
-            Feature::DeviceResources => device_resources(pod, settings.device_resources, &mut add),
-            Feature::DynamicResources => dynamic_resources(pod, &mut add),
-            Feature::Seccomp => seccomp(pod, &mut add),
-            Feature::AppArmor => app_armor(pod, &mut add),
-            Feature::SeLinux => se_linux(pod, &mut add),
-            Feature::SubPath => sub_path(pod, &mut add),
-            Feature::MemoryEmptyDirLimit => memory_empty_dir_limit(pod, &mut add),
-            Feature::ImageVolumes => image_volumes(pod, &mut add),
-        }
-    }
-    findings
-}
 
 impl Container {
     /// `container "x"` or `init container "x"`, for messages.
@@ -286,7 +18,7 @@ impl Container {
     }
 }
 
-fn host_namespaces(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn host_namespaces(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     if !pod.host_namespaces.is_empty() {
         add(format!(
             "the pod uses {}, which Kata Containers cannot provide",
@@ -295,7 +27,7 @@ fn host_namespaces(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     }
 }
 
-fn user_namespaces(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn user_namespaces(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     if pod.host_users == Some(false) {
         add(
             "the pod sets hostUsers: false (a user namespace), which the Kata runtime handler \
@@ -305,13 +37,13 @@ fn user_namespaces(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     }
 }
 
-fn windows(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn windows(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     if pod.os_name.as_deref() == Some("windows") {
         add("the pod's spec.os.name is windows, and Kata runs Linux guests".into());
     }
 }
 
-fn privileged(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn privileged(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     for c in pod.containers.iter().filter(|c| c.security.privileged) {
         add(format!(
             "{} is privileged, and a privileged container under Kata gets the VM's devices, not the host's",
@@ -359,7 +91,7 @@ fn describe(container: Option<&Container>, volume: &Volume, what: &str) -> Strin
     }
 }
 
-fn host_sockets(
+pub(super) fn host_sockets(
     pod: &RuntimeFacts,
     socket_paths: &[Cow<'static, str>],
     add: &mut impl FnMut(String),
@@ -389,7 +121,7 @@ fn is_socket_name(path: &str) -> bool {
     last.ends_with(".sock") || last.ends_with(".socket")
 }
 
-fn host_devices(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn host_devices(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     host_path_uses(pod, |volume, host_path, container| {
         let path = &host_path.path;
         // Block devices are hot-plugged into the guest and work.
@@ -405,7 +137,7 @@ fn host_devices(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     });
 }
 
-fn mount_propagation(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn mount_propagation(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // Only hostPath mounts: propagation means nothing for other volumes, and
     // Pod Security Admission (baseline) already forbids hostPath, so no
     // tenant can leave Kata by adding HostToContainer to an emptyDir.
@@ -434,7 +166,7 @@ fn mount_propagation(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     }
 }
 
-fn device_resources(
+pub(super) fn device_resources(
     pod: &RuntimeFacts,
     devices: &[Cow<'static, str>],
     add: &mut impl FnMut(String),
@@ -450,7 +182,7 @@ fn device_resources(
     }
 }
 
-fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // Every claim counts, used by a container or not: the scheduler places
     // the pod only where its devices are, and the kubelet prepares them.
     for claim in &pod.resource_claims {
@@ -519,7 +251,7 @@ impl<'a> Grouped<'a> {
     }
 }
 
-fn image_volumes(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn image_volumes(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // Only mounted volumes count: an image volume no container mounts is
     // pulled but never reaches the VM. Volumes by name, once per pod.
     let mut images = std::collections::BTreeMap::new();
@@ -556,7 +288,7 @@ fn confines(profile: Option<&str>) -> Option<&str> {
     profile.filter(|p| matches!(*p, "RuntimeDefault" | "Localhost"))
 }
 
-fn seccomp(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn seccomp(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // A container's own profile replaces the pod's.
     for c in &pod.containers {
         let (profile, from) = match &c.security.seccomp {
@@ -575,7 +307,7 @@ fn seccomp(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     }
 }
 
-fn app_armor(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn app_armor(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // The container's field, then its annotation, then the pod's field: the
     // kubelet's order.
     for c in &pod.containers {
@@ -604,7 +336,7 @@ fn app_armor(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     }
 }
 
-fn se_linux(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn se_linux(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // Pod and container options merge field by field: any field set counts.
     if pod.security.se_linux {
         add("the pod sets seLinuxOptions, which Kata applies to the VM process, not inside the guest".into());
@@ -617,7 +349,7 @@ fn se_linux(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     }
 }
 
-fn sub_path(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn sub_path(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     for c in &pod.containers {
         for m in &c.mounts {
             if let Some(field) = m.sub_path {
@@ -631,7 +363,7 @@ fn sub_path(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     }
 }
 
-fn memory_empty_dir_limit(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn memory_empty_dir_limit(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     for v in &pod.volumes {
         if let Some(limit) = &v.memory_size_limit {
             add(format!(
@@ -641,41 +373,3 @@ fn memory_empty_dir_limit(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
         }
     }
 }
-
-/// `path.Clean` of Go: `//` collapsed, `.` removed, `..` resolved, a
-/// trailing `/` dropped; "" becomes ".".
-pub fn clean(path: &str) -> String {
-    let rooted = path.starts_with('/');
-    let mut elements: Vec<&str> = Vec::new();
-    for element in path.split('/') {
-        match element {
-            "" | "." => {}
-            ".." => {
-                if elements.last().is_some_and(|last| *last != "..") {
-                    elements.pop();
-                } else if !rooted {
-                    elements.push("..");
-                }
-            }
-            other => elements.push(other),
-        }
-    }
-    let joined = elements.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
-    }
-}
-
-/// Whether the cleaned `path` is `dir` or lies under it, comparing whole
-/// elements: `/run` covers `/run/x`, not `/runtime`.
-pub fn is_within(path: &str, dir: &str) -> bool {
-    match path.strip_prefix(dir) {
-        Some(rest) => rest.is_empty() || rest.starts_with('/') || dir.ends_with('/'),
-        None => false,
-    }
-}
-
-#[cfg(test)]
-mod tests;
