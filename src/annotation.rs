@@ -3,12 +3,20 @@
 //! Deployment's, whose admission warning went to the controller) sees
 //! whether it got Kata and why.
 //!
-//! The value is `<verdict>: <reason>`: `mutated: <explanation>`, or
-//! `unchanged: <explanation>` without its leading "kata runtime not
-//! assigned: " and trailing "; left unchanged". It is added with the raw
-//! JSON splice of [`mutation`], on top of the class for a mutated pod.
+//! The value is `<verdict>: <reasons>`: `mutated: <assignment>[; <note>]`,
+//! or `unchanged: <findings>`, bounded as whole findings. It is added with
+//! the raw JSON splice of [`mutation`], on top of the class for a mutated
+//! pod, and only when the pod's annotations stay within the API server's
+//! limit: the annotation only reports, and must never change whether the
+//! pod is admitted.
 
-use crate::decision::{Decision, NOT_ASSIGNED};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use crate::admission::Admission;
+use crate::decision::{Decision, Reasons};
 use crate::mutation;
 
 /// The annotation key on the pod.
@@ -18,89 +26,78 @@ pub const DECISION_ANNOTATION: &str = "kata-runtime-policy.kubewarden.io/decisio
 /// explanation, small next to the API server's 256 KiB for all annotations.
 pub const MAX_VALUE_BYTES: usize = 512;
 
-/// `decision` with its annotation on the pod: `object` is the request's
-/// raw object. A refusal is returned as it is.
-pub fn annotate(decision: Decision, object: &str) -> Decision {
-    let Some(value) = value(&decision) else {
-        return decision;
+/// The API server's limit on an object's annotations, keys plus values
+/// (`TotalAnnotationSizeLimitB`, checked by `ValidateAnnotationsSize`).
+pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+
+/// `admission` with the decision annotation on its object (the mutated pod,
+/// or else the request's raw `object`). A refusal is returned as it is; a
+/// pod whose annotations would then exceed the API server's limit is
+/// admitted without it, and the audit reason says so.
+pub fn annotate(admission: Admission, object: &str) -> Admission {
+    let Some(value) = value(&admission.decision) else {
+        return admission;
     };
+    let target = admission.object.as_deref().unwrap_or(object);
+    if let Err(why) = room_for(target, &value) {
+        return Admission {
+            audit_note: Some(format!("decision annotation omitted: {why}")),
+            ..admission
+        };
+    }
     // A failed insertion (the object's metadata or annotations not JSON
-    // objects) leaves the decision without the annotation, on purpose:
-    // the annotation only reports, and annotateDecision must never change
-    // whether or how the pod is admitted. No request reaches here that way:
-    // the pod's reader (pod.rs) already refuses such an object with 400.
-    match decision {
-        Decision::Mutate {
-            object: mutated,
-            explanation,
-            warn,
-            note,
-        } => Decision::Mutate {
-            object: match mutation::set_annotation(&mutated, DECISION_ANNOTATION, &value) {
-                Ok(annotated) => annotated,
-                Err(_) => mutated,
-            },
-            explanation,
-            warn,
-            note,
+    // objects) leaves the admission without the annotation, on purpose.
+    // No request reaches here that way: the pod's reader (pod.rs) already
+    // refuses such an object with 400.
+    match mutation::set_annotation(target, DECISION_ANNOTATION, &value) {
+        Ok(annotated) => Admission {
+            object: Some(annotated),
+            ..admission
         },
-        Decision::Unchanged {
-            explanation, warn, ..
-        } => Decision::Unchanged {
-            object: mutation::set_annotation(object, DECISION_ANNOTATION, &value).ok(),
-            explanation,
-            warn,
-        },
-        reject @ Decision::Reject { .. } => reject,
+        Err(_) => admission,
     }
 }
 
 /// The annotation's value for a decision that admits the pod, bounded to
 /// [`MAX_VALUE_BYTES`]; `None` for a refusal.
 pub fn value(decision: &Decision) -> Option<String> {
-    let text = match decision {
-        Decision::Mutate { .. } => format!("mutated: {}", decision.reason()),
-        Decision::Unchanged { explanation, .. } => {
-            let reason = explanation
-                .strip_prefix(NOT_ASSIGNED)
-                .unwrap_or(explanation);
-            let reason = reason.strip_suffix("; left unchanged").unwrap_or(reason);
-            format!("unchanged: {reason}")
-        }
-        Decision::Reject { .. } => return None,
+    let verdict = match decision {
+        Decision::Mutate { .. } => "mutated: ",
+        Decision::Unchanged(_) => "unchanged: ",
+        Decision::Reject(_) => return None,
     };
-    Some(bounded(&text))
+    Some(bounded(verdict, &decision.reasons()))
 }
 
-/// `text` cut to at most [`MAX_VALUE_BYTES`]: whole findings (the pieces
-/// between `; `) are kept from the start, then `; and N more` says how many
-/// were left out; a first piece too long on its own is cut on a character
-/// boundary and marked with `...`.
-pub fn bounded(text: &str) -> String {
-    if text.len() <= MAX_VALUE_BYTES {
-        return text.to_string();
-    }
-    let pieces: Vec<&str> = text.split("; ").collect();
+/// `start` then the reasons, at most [`MAX_VALUE_BYTES`] in all: whole
+/// reasons are kept from the first, then `; and N more` says how many were
+/// left out; a first reason too long on its own is cut on a character
+/// boundary and marked with `...`. Reasons are never split.
+pub fn bounded(start: &str, reasons: &Reasons) -> String {
+    let reasons = &reasons.0;
     let mut out = String::with_capacity(MAX_VALUE_BYTES);
-    for (i, piece) in pieces.iter().enumerate() {
+    out.push_str(start);
+    for (i, reason) in reasons.iter().enumerate() {
         let separator = if i == 0 { "" } else { "; " };
-        // Room is kept for the count of the pieces after this one, so that
-        // stopping at the next piece always fits.
-        let after = pieces.len() - i - 1;
-        if out.len() + separator.len() + piece.len() + more(after).len() <= MAX_VALUE_BYTES {
+        // Room is kept for the count of the reasons after this one, so that
+        // stopping at the next one always fits.
+        let after = reasons.len() - i - 1;
+        if out.len() + separator.len() + reason.len() + more(after).len() <= MAX_VALUE_BYTES {
             out.push_str(separator);
-            out.push_str(piece);
+            out.push_str(reason);
             continue;
         }
         if i == 0 {
             let tail = more(after);
-            let room = MAX_VALUE_BYTES.saturating_sub(tail.len() + "...".len());
-            return format!("{}...{tail}", cut(piece, room));
+            let room = MAX_VALUE_BYTES.saturating_sub(out.len() + tail.len() + "...".len());
+            out.push_str(cut(reason, room));
+            out.push_str("...");
+            out.push_str(&tail);
+            return out;
         }
-        out.push_str(&more(pieces.len() - i));
+        out.push_str(&more(reasons.len() - i));
         return out;
     }
-    // Not reached: every piece fitting would make `text` itself fit.
     out
 }
 
@@ -121,86 +118,124 @@ fn cut(text: &str, max: usize) -> &str {
     text.get(..end).unwrap_or_default()
 }
 
+/// `Ok` when the object's annotations, with the decision annotation set to
+/// `value`, stay within [`MAX_ANNOTATIONS_BYTES`] as the API server counts
+/// them (keys plus values, an existing decision annotation replaced).
+fn room_for(object: &str, value: &str) -> Result<(), String> {
+    #[derive(Deserialize)]
+    struct Object<'a> {
+        #[serde(borrow)]
+        metadata: Option<Metadata<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Metadata<'a> {
+        #[serde(borrow)]
+        annotations: Option<HashMap<Cow<'a, str>, Cow<'a, str>>>,
+    }
+    let object: Object = serde_json::from_str(object)
+        .map_err(|e| format!("the pod's annotations cannot be read: {e}"))?;
+    let existing: usize = (object
+        .metadata
+        .and_then(|m| m.annotations)
+        .into_iter()
+        .flatten())
+    .filter(|(key, _)| key != DECISION_ANNOTATION)
+    .map(|(key, value)| key.len() + value.len())
+    .sum();
+    let total = existing + DECISION_ANNOTATION.len() + value.len();
+    if total <= MAX_ANNOTATIONS_BYTES {
+        return Ok(());
+    }
+    Err(format!(
+        "the pod's annotations take {existing} bytes, and with it would take {total}, over the API server's limit of {MAX_ANNOTATIONS_BYTES} bytes"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decision::{Refusal, Unchanged};
     use serde_json::{Value, json};
 
-    fn leave(explanation: &str) -> Decision {
-        Decision::Unchanged {
-            explanation: explanation.into(),
-            warn: true,
-            object: None,
+    fn left(reasons: &[&str]) -> Decision {
+        Decision::Unchanged(Unchanged::NotAssigned(Reasons(
+            reasons.iter().map(|r| r.to_string()).collect(),
+        )))
+    }
+
+    fn mutated() -> Decision {
+        Decision::Mutate {
+            class: "kata".into(),
+            broken: None,
+            gates: Vec::new(),
         }
     }
 
+    fn reasons(texts: &[String]) -> Reasons {
+        Reasons(texts.to_vec())
+    }
+
     #[test]
-    fn the_value_is_the_verdict_and_the_reason() {
-        let mutated = Decision::Mutate {
-            object: "{}".into(),
-            explanation: "runtimeClassName \"kata\" assigned: a kata node can run this pod".into(),
-            warn: false,
-            note: None,
-        };
+    fn the_value_is_the_verdict_and_the_reasons() {
         assert_eq!(
-            value(&mutated).unwrap(),
+            value(&mutated()).unwrap(),
             "mutated: runtimeClassName \"kata\" assigned: a kata node can run this pod"
         );
         assert_eq!(
-            value(&leave(
-                "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
-            ))
+            value(&left(&[
+                "0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+            ]))
             .unwrap(),
             "unchanged: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
         );
+        let named = Decision::Unchanged(Unchanged::NamedClass {
+            class: "runc".into(),
+            ours: false,
+        });
         assert_eq!(
-            value(&leave(
-                "pod already sets runtimeClassName \"runc\"; left unchanged"
-            ))
-            .unwrap(),
+            value(&named).unwrap(),
             "unchanged: pod already sets runtimeClassName \"runc\""
         );
-        let refused = Decision::Reject {
-            explanation: "no".into(),
-            code: None,
-        };
+        let refused = Decision::Reject(Refusal::BadRequest("no".into()));
         assert_eq!(value(&refused), None);
     }
 
     #[test]
     fn short_values_are_kept_whole() {
-        for text in ["", "mutated: x", &"a".repeat(MAX_VALUE_BYTES)] {
-            assert_eq!(bounded(text), text);
-        }
-        let findings = vec!["f".repeat(100); 5].join("; ");
-        assert_eq!(findings.len(), 508);
-        assert_eq!(bounded(&findings), findings);
+        assert_eq!(bounded("x: ", &Reasons::default()), "x: ");
+        let one = "a".repeat(MAX_VALUE_BYTES - 3);
+        assert_eq!(
+            bounded("x: ", &Reasons::one(one.clone())),
+            format!("x: {one}")
+        );
+        let five = vec!["f".repeat(100); 5];
+        let out = bounded("", &reasons(&five));
+        assert_eq!(out, five.join("; "));
+        assert_eq!(out.len(), 508);
     }
 
     #[test]
-    fn whole_findings_then_how_many_more() {
-        // Six findings of 100 bytes: 610 bytes in all.
-        let findings: Vec<String> = (0..6).map(|i| format!("{i}").repeat(100)).collect();
-        let text = findings.join("; ");
-        let out = bounded(&text);
+    fn whole_reasons_then_how_many_more() {
+        // Six reasons of 100 bytes: 610 bytes in all.
+        let six: Vec<String> = (0..6).map(|i| format!("{i}").repeat(100)).collect();
+        let out = bounded("", &reasons(&six));
         assert_eq!(
             out,
-            format!("{}; and 2 more", findings[..4].join("; ")),
-            "four whole findings (406 bytes) and the count"
+            format!("{}; and 2 more", six[..4].join("; ")),
+            "four whole reasons (406 bytes) and the count"
         );
-        assert!(out.len() <= MAX_VALUE_BYTES);
-        // Room for the count is kept: 5 findings would fit (508 bytes), but
+        // Room for the count is kept: 5 reasons would fit (508 bytes), but
         // not with "; and 1 more" after them.
         let seven: Vec<String> = (0..7).map(|i| format!("{i}").repeat(100)).collect();
-        let out = bounded(&seven.join("; "));
+        let out = bounded("", &reasons(&seven));
         assert!(out.ends_with("; and 3 more"), "{out}");
-        assert_eq!(out.split("; ").count(), 5);
+        assert!(out.len() <= MAX_VALUE_BYTES);
     }
 
     #[test]
-    fn a_first_piece_too_long_is_cut_on_a_character_boundary() {
-        let alone = format!("unchanged: x{}", "é".repeat(400));
-        let out = bounded(&alone);
+    fn a_first_reason_too_long_is_cut_on_a_character_boundary() {
+        let alone = format!("x{}", "é".repeat(400));
+        let out = bounded("unchanged: ", &Reasons::one(alone));
         assert!(
             out.len() <= MAX_VALUE_BYTES && out.ends_with("..."),
             "{out}"
@@ -211,15 +246,50 @@ mod tests {
             MAX_VALUE_BYTES - 1,
             "the last 2-byte é does not fit"
         );
-        // With findings after it: cut, then the count.
-        let text = format!("{}; second; third", "x".repeat(600));
-        let out = bounded(&text);
+        // With reasons after it: cut, then the count.
+        let three = ["x".repeat(600), "second".into(), "third".into()];
+        let out = bounded("", &reasons(&three));
         assert_eq!(out, format!("{}...; and 2 more", "x".repeat(497)));
         assert_eq!(out.len(), MAX_VALUE_BYTES);
     }
 
+    /// A "; " inside one finding (a host path, the can_i lookup message) is
+    /// text, not a separator: the finding is kept whole or cut with "...",
+    /// and never counted as more findings.
     #[test]
-    fn every_bounded_value_fits_and_starts_like_the_text() {
+    fn a_separator_inside_a_finding_never_splits_it() {
+        let path = format!(
+            "hostPath volume \"sock\" (\"/srv/x; y/{}.sock\") is a host socket that Kata cannot share (skipPodsUsing: hostSockets)",
+            "d".repeat(150)
+        );
+        let second = "the pod uses hostNetwork, which Kata Containers cannot provide (skipPodsUsing: hostNamespaces)";
+        let out = bounded("unchanged: ", &reasons(&[path.clone(), second.into()]));
+        assert_eq!(out, format!("unchanged: {path}; {second}"));
+        // One long finding with "; " inside: cut with "...", no "and 1 more".
+        let lookup = format!(
+            "cannot check whether system:serviceaccount:kubewarden:policy-server may list nodes \
+             (kubernetes/can_i; policy-server needs create on subjectaccessreviews.authorization.k8s.io): {}",
+            "e".repeat(600)
+        );
+        let out = bounded("unchanged: ", &Reasons::one(lookup.clone()));
+        assert!(out.ends_with("..."), "{out}");
+        assert!(!out.contains("more"), "{out}");
+        assert!(
+            out.contains("(kubernetes/can_i; policy-server needs create"),
+            "{out}"
+        );
+        assert!(
+            lookup.starts_with(
+                out.strip_prefix("unchanged: ")
+                    .unwrap()
+                    .strip_suffix("...")
+                    .unwrap()
+            )
+        );
+    }
+
+    #[test]
+    fn every_bounded_value_fits_and_keeps_whole_reasons() {
         let pieces = [
             "é",
             "ab",
@@ -228,19 +298,15 @@ mod tests {
             "; ",
             "z",
         ];
-        for n in 0..400 {
-            let text: String = (0..n)
-                .map(|i| pieces[(i * 7 + n) % pieces.len()])
-                .collect::<Vec<_>>()
-                .concat();
-            let out = bounded(&text);
+        for n in 0..200 {
+            let texts: Vec<String> = (0..n % 17)
+                .map(|i| pieces[(i * 7 + n) % pieces.len()].repeat(1 + (n * i) % 90))
+                .collect();
+            let out = bounded("unchanged: ", &reasons(&texts));
             assert!(out.len() <= MAX_VALUE_BYTES, "{n}: {} bytes", out.len());
-            if text.len() <= MAX_VALUE_BYTES {
-                assert_eq!(out, text);
-            } else {
-                let kept = out.split("; and ").next().unwrap();
-                let kept = kept.strip_suffix("...").unwrap_or(kept);
-                assert!(text.starts_with(kept), "{n}: {out}");
+            let whole = format!("unchanged: {}", texts.join("; "));
+            if whole.len() <= MAX_VALUE_BYTES {
+                assert_eq!(out, whole);
             }
         }
     }
@@ -252,67 +318,116 @@ mod tests {
     #[test]
     fn annotate_adds_the_value_to_the_mutated_or_the_request_object() {
         let request = r#"{"metadata":{"name":"p"},"spec":{}}"#;
-        let mutated = Decision::Mutate {
-            object: r#"{"metadata":{"name":"p"},"spec":{"runtimeClassName":"kata"}}"#.into(),
-            explanation: "runtimeClassName \"kata\" assigned: a kata node can run this pod".into(),
-            warn: false,
-            note: None,
+        let admission = Admission {
+            object: Some(r#"{"metadata":{"name":"p"},"spec":{"runtimeClassName":"kata"}}"#.into()),
+            ..Admission::of(mutated())
         };
-        let Decision::Mutate { object, warn, .. } = annotate(mutated, request) else {
-            panic!()
-        };
-        assert!(!warn);
+        let out = annotate(admission, request);
         assert_eq!(
-            object,
+            out.object.unwrap(),
             r#"{"metadata":{"name":"p","annotations":{"kata-runtime-policy.kubewarden.io/decision":"mutated: runtimeClassName \"kata\" assigned: a kata node can run this pod"}},"spec":{"runtimeClassName":"kata"}}"#
         );
-        let left = annotate(leave("kata runtime not assigned: why"), request);
+        assert_eq!(out.audit_note, None);
+        let out = annotate(Admission::of(left(&["why"])), request);
         assert_eq!(
-            left,
-            Decision::Unchanged {
-                explanation: "kata runtime not assigned: why".into(),
-                warn: true,
-                object: Some(
-                    r#"{"metadata":{"name":"p","annotations":{"kata-runtime-policy.kubewarden.io/decision":"unchanged: why"}},"spec":{}}"#
-                        .into()
-                ),
-            }
+            out.object.as_deref(),
+            Some(
+                r#"{"metadata":{"name":"p","annotations":{"kata-runtime-policy.kubewarden.io/decision":"unchanged: why"}},"spec":{}}"#
+            )
         );
-        let Decision::Unchanged {
-            object: Some(object),
-            ..
-        } = left
-        else {
-            panic!()
-        };
         assert_eq!(
-            annotations(&object),
+            annotations(&out.object.unwrap()),
             json!({DECISION_ANNOTATION: "unchanged: why"})
         );
-        let refused = Decision::Reject {
-            explanation: "no".into(),
-            code: None,
-        };
+        let refused = Admission::of(Decision::Reject(Refusal::BadRequest("no".into())));
         assert_eq!(annotate(refused.clone(), request), refused);
     }
 
-    /// An object the annotation cannot go into keeps the decision as it
+    /// An object the annotation cannot go into keeps the admission as it
     /// is, without the annotation (never a refusal, never a panic).
     #[test]
-    fn an_object_that_cannot_take_the_annotation_keeps_the_decision() {
+    fn an_object_that_cannot_take_the_annotation_keeps_the_admission() {
         for object in [
             r#"{"metadata":"x"}"#,
             r#"{"metadata":{"annotations":[]}}"#,
             "[]",
         ] {
-            assert_eq!(annotate(leave("why"), object), leave("why"));
-            let mutated = Decision::Mutate {
-                object: object.into(),
-                explanation: "ok".into(),
-                warn: true,
-                note: None,
+            let out = annotate(Admission::of(left(&["why"])), object);
+            assert_eq!((out.decision, out.object), (left(&["why"]), None));
+            let admission = Admission {
+                object: Some(object.into()),
+                ..Admission::of(mutated())
             };
-            assert_eq!(annotate(mutated.clone(), object), mutated);
+            let out = annotate(admission.clone(), object);
+            assert_eq!(
+                (out.decision, out.object),
+                (admission.decision, admission.object)
+            );
         }
+    }
+
+    /// A pod with annotations of `size` bytes (keys plus values) in one
+    /// annotation, plus `extra` entries.
+    fn pod_with_annotations(size: usize, extra: Value) -> String {
+        let key = "example.com/big";
+        let mut annotations = json!({ key: "v".repeat(size - key.len()) });
+        annotations
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({"metadata": {"name": "p", "annotations": annotations}, "spec": {}}).to_string()
+    }
+
+    /// ValidateAnnotationsSize: keys plus values ≤ 262,144 bytes. The
+    /// annotation is added up to the byte, and left out (with an audit
+    /// note) one byte past it, as the setting promises never to change
+    /// whether the pod is admitted.
+    #[test]
+    fn the_annotation_never_pushes_the_pod_over_the_api_servers_limit() {
+        let value = "unchanged: why";
+        let ours = DECISION_ANNOTATION.len() + value.len();
+        let at_limit = pod_with_annotations(MAX_ANNOTATIONS_BYTES - ours, json!({}));
+        let out = annotate(Admission::of(left(&["why"])), &at_limit);
+        let annotated = out.object.expect("fits exactly");
+        let total: usize = annotations(&annotated)
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().unwrap().len())
+            .sum();
+        assert_eq!(total, MAX_ANNOTATIONS_BYTES);
+        assert_eq!(out.audit_note, None);
+
+        let over = pod_with_annotations(MAX_ANNOTATIONS_BYTES - ours + 1, json!({}));
+        let out = annotate(Admission::of(left(&["why"])), &over);
+        assert_eq!(out.object, None, "admitted exactly as with the setting off");
+        assert_eq!(out.decision, left(&["why"]));
+        let note = out.audit_note.unwrap();
+        assert!(
+            note.starts_with("decision annotation omitted: the pod's annotations take"),
+            "{note}"
+        );
+        assert!(note.contains("262144"), "{note}");
+
+        // A mutated pod over the limit keeps its class, without the annotation.
+        let admission = Admission {
+            object: Some(over.clone()),
+            ..Admission::of(mutated())
+        };
+        let out = annotate(admission.clone(), &over);
+        assert_eq!(out.object, admission.object);
+        assert!(out.audit_note.is_some());
+
+        // A decision annotation the pod already carries is replaced, not added.
+        let existing = pod_with_annotations(
+            MAX_ANNOTATIONS_BYTES - ours,
+            json!({ DECISION_ANNOTATION: "old" }),
+        );
+        let out = annotate(Admission::of(left(&["why"])), &existing);
+        assert!(
+            out.object.is_some() && out.audit_note.is_none(),
+            "{:?}",
+            out.audit_note
+        );
     }
 }

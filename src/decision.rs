@@ -1,261 +1,268 @@
-//! All policy logic: from a validation payload and a view of the cluster to a
-//! [`Decision`]. No I/O besides the [`Cluster`] trait, so every path is
-//! testable natively with a fake cluster.
+//! All policy logic: from a pod and a view of the cluster to a [`Decision`].
+//! No I/O besides the [`Cluster`] trait, so every path is testable natively
+//! with a fake cluster. A decision is data (the class, the findings, the
+//! diagnosis); its wording is in [`explain`], and what is done with it
+//! (the mutation, the annotation, the response) in `admission`.
 
 use crate::cluster::{Cluster, LookupError, LookupErrorKind, NodeMasks};
+use crate::incompatible;
 use crate::node::{HandlerFeature, HandlerFeatures};
 use crate::pod::PodFacts;
-use crate::request::{self, AdmissionRequest};
+use crate::request::AdmissionRequest;
+use crate::runtime_class;
 use crate::scheduling::node_features::FeatureNeeds;
 use crate::scheduling::runtime_handler::HandlerNeeds;
 use crate::scheduling::{Broken, Constraints, Feasibility};
 use crate::settings::{HandlerCheck, Outcome, Settings};
-use crate::volumes::{self, PodRef, Refusal};
-use crate::{annotation, incompatible, mutation, runtime_class};
+use crate::volumes::{self, PodRef, Refusal as VolumeRefusal};
 
-/// How every explanation of a pod left without Kata for a reason starts.
-pub const NOT_ASSIGNED: &str = "kata runtime not assigned: ";
+pub mod explain;
+mod pinned;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Admit the pod with `spec.runtimeClassName` set: `object` is the raw
-    /// request object with that one member added. `warn`: tell the user
-    /// (some nodes the pod may land on cannot start it). `note`: a second
-    /// warning of its own (a gated pod), so that neither cuts the other.
+    /// Admit the pod with `spec.runtimeClassName: class`. `broken`: nodes
+    /// the scheduler may pick too, whose runtime cannot start the pod.
+    /// `gates`: the pod's scheduling gates, which the user is told about.
     Mutate {
-        object: String,
-        explanation: String,
-        warn: bool,
-        note: Option<String>,
+        class: String,
+        broken: Option<Broken<'static>>,
+        gates: Vec<String>,
     },
-    /// Admit unchanged. `warn`: tell the user (every pod left without Kata).
-    /// `object`: with `annotateDecision`, the raw request object with only
-    /// the decision annotation added; `None`: no patch at all.
-    Unchanged {
-        explanation: String,
-        warn: bool,
-        object: Option<String>,
-    },
+    /// Admit the pod as it is.
+    Unchanged(Unchanged),
     /// Refuse the request.
-    Reject {
-        explanation: String,
-        code: Option<u16>,
-    },
+    Reject(Refusal),
+}
+
+/// Why a pod is admitted as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unchanged {
+    /// Not a Pod CREATE (the request, described).
+    NotEvaluated(String),
+    /// `runtimeClassName: ""`, left for the API server to refuse.
+    EmptyClassName,
+    /// The pod names its class itself. `ours`: the policy's own class.
+    NamedClass { class: String, ours: bool },
+    /// The pod cannot get Kata, and the outcome setting says accept.
+    NotAssigned(Reasons),
+}
+
+/// Why a request is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The request cannot be read (HTTP 400).
+    BadRequest(String),
+    /// The response cannot be made (HTTP 500).
+    Internal(String),
+    /// The pod names a class `allowedRuntimeClasses` does not allow.
+    NotAllowed { class: String, allowed: Vec<String> },
+    /// The pod cannot get Kata, and the outcome setting says reject.
+    NotAssigned(Reasons),
+    /// The pod uses a feature Kata cannot run, under `incompatiblePod: reject`.
+    KataRequired(Reasons),
+}
+
+/// Why a pod cannot get Kata: whole findings, each one sentence, the first
+/// one first. Never cut apart: a finding may contain any text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reasons(pub Vec<String>);
+
+impl Reasons {
+    pub fn one(reason: impl Into<String>) -> Self {
+        Reasons(vec![reason.into()])
+    }
+}
+
+/// Which outcome setting applies to a pod that cannot get Kata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// No kata node can run the pod (`noFeasibleNode`).
+    NoFeasibleNode,
+    /// The cluster could not be asked (`lookupFailure`).
+    LookupFailure,
+}
+
+/// Why a class cannot be given to the pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAssigned {
+    pub cause: Cause,
+    pub reasons: Reasons,
+}
+
+impl NotAssigned {
+    fn new(cause: Cause, reason: impl Into<String>) -> Self {
+        NotAssigned {
+            cause,
+            reasons: Reasons::one(reason),
+        }
+    }
 }
 
 impl Decision {
-    pub fn explanation(&self) -> &str {
-        match self {
-            Decision::Mutate { explanation, .. }
-            | Decision::Unchanged { explanation, .. }
-            | Decision::Reject { explanation, .. } => explanation,
-        }
+    pub fn bad_request(why: impl Into<String>) -> Decision {
+        Decision::Reject(Refusal::BadRequest(why.into()))
     }
 
-    /// The whole reason, for the audit annotation and the decision
-    /// annotation: the explanation, then the note if there is one.
-    pub fn reason(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            Decision::Mutate {
-                explanation,
-                note: Some(note),
-                ..
-            } => format!("{explanation}; {note}").into(),
-            other => other.explanation().into(),
-        }
-    }
-
-    fn leave(explanation: String) -> Decision {
-        Decision::Unchanged {
-            explanation,
-            warn: true,
-            object: None,
-        }
-    }
-
-    /// The `noFeasibleNode` / `lookupFailure` outcome for a pod that cannot get Kata.
-    fn not_assigned(outcome: Outcome, why: String) -> Decision {
-        let explanation = format!("{NOT_ASSIGNED}{why}");
+    fn not_assigned(outcome: Outcome, reasons: Reasons) -> Decision {
         match outcome {
-            Outcome::Accept => Decision::leave(explanation),
-            Outcome::Reject => Decision::Reject {
-                explanation,
-                code: None,
-            },
+            Outcome::Accept => Decision::Unchanged(Unchanged::NotAssigned(reasons)),
+            Outcome::Reject => Decision::Reject(Refusal::NotAssigned(reasons)),
         }
     }
 }
 
-/// Evaluates a raw `validate` payload. Malformed input is refused with 400.
-pub fn decide_payload(payload: &[u8], cluster: &impl Cluster) -> Decision {
-    let bad_request = |explanation: String| Decision::Reject {
-        explanation,
-        code: Some(400),
-    };
-    let payload = match request::parse(payload) {
-        Ok(p) => p,
-        Err(e) => return bad_request(e),
-    };
-    let settings = match payload
-        .settings
-        .map(|raw| Settings::from_json(raw.get().as_bytes()))
-    {
-        None => Settings::default(),
-        Some(Ok(s)) => s,
-        Some(Err(e)) => return bad_request(format!("invalid policy settings: {e}")),
-    };
-    decide(&payload.request, &settings, cluster)
-}
-
-pub fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &impl Cluster) -> Decision {
-    if !request.is_pod_create() {
-        return Decision::Unchanged {
-            explanation: format!(
-                "not evaluated: the policy acts on Pod CREATE only, this is {}",
-                request.describe()
-            ),
-            warn: false,
-            object: None,
-        };
-    }
-    let Some(object) = request.object.map(|o| o.get()) else {
-        return Decision::Reject {
-            explanation: "the Pod CREATE request has no object".into(),
-            code: Some(400),
-        };
-    };
-    let pod = match PodFacts::from_json(object) {
-        Ok(pod) => pod,
-        Err(e) => {
-            return Decision::Reject {
-                explanation: e,
-                code: Some(400),
-            };
-        }
-    };
-    let decision = evaluate(object, &pod, request, settings, cluster);
-    // Annotated: every pod the policy judged. Not a mirror pod (its object
-    // is the kubelet's copy of a static pod, which the policy never
-    // changes), nor a pod with runtimeClassName "" (left for the API server
-    // to refuse, see `named_class`).
-    let judged = !pod.is_mirror && pod.runtime_class_name.as_deref() != Some("");
-    if settings.annotate_decision && judged {
-        annotation::annotate(decision, object)
-    } else {
-        decision
-    }
-}
-
-/// The decision on a Pod CREATE whose object reads as a pod.
-fn evaluate(
-    object: &str,
+/// The decision on a Pod CREATE whose object reads as `pod`.
+pub fn decide(
     pod: &PodFacts,
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &impl Cluster,
 ) -> Decision {
-    let class = settings.runtime_class_name.as_str();
-
-    if let Some(existing) = &pod.runtime_class_name {
-        return named_class(existing, pod, settings);
+    if let Err(decided) = judged_without_kata(pod, settings) {
+        return decided;
     }
+    let class = &settings.runtime_class_name;
+    match judge_class(class, pod, request, settings, cluster) {
+        Ok(broken) => Decision::Mutate {
+            class: class.clone(),
+            broken,
+            gates: pod.scheduling_gates.clone(),
+        },
+        Err(NotAssigned { cause, reasons }) => {
+            let outcome = match cause {
+                Cause::NoFeasibleNode => settings.no_feasible_node,
+                Cause::LookupFailure => settings.lookup_failure,
+            };
+            Decision::not_assigned(outcome, reasons)
+        }
+    }
+}
+
+/// The pod's own gates, before any host call: a class it names itself, a
+/// mirror pod, a feature Kata cannot run, no spec. `Err` is the decision.
+fn judged_without_kata(pod: &PodFacts, settings: &Settings) -> Result<(), Decision> {
+    if let Some(existing) = &pod.runtime_class_name {
+        return Err(named_class(existing, pod, settings));
+    }
+    let left = |why: &str| Decision::Unchanged(Unchanged::NotAssigned(Reasons::one(why)));
     if pod.is_mirror {
-        return Decision::leave(format!(
-            "{NOT_ASSIGNED}mirror pod of a static pod (the kubelet runs it, not the API)"
+        return Err(left(
+            "mirror pod of a static pod (the kubelet runs it, not the API)",
         ));
     }
-    if let Some(left) = runtime_incompatible(pod, settings) {
-        return left;
-    }
+    runtime_incompatible(pod, settings)?;
     if !pod.has_spec {
-        return Decision::leave(format!("{NOT_ASSIGNED}the pod has no spec"));
+        return Err(left("the pod has no spec"));
     }
+    Ok(())
+}
 
-    let rc_bytes = match cluster.runtime_class(class) {
+/// Whether a kata node can run the pod with `class`, as the scheduler and
+/// the kubelet would judge it: `Ok` with the nodes it may land on and not
+/// start, else why not. Every step of one class, in one place.
+fn judge_class(
+    class: &str,
+    pod: &PodFacts,
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &impl Cluster,
+) -> Result<Option<Broken<'static>>, NotAssigned> {
+    let rc = read_runtime_class(class, cluster)?;
+    let constraints = constraints(pod, &rc, request, settings, cluster)?;
+    let masks = node_masks(constraints.handler(), constraints.features());
+    if let Some(names) = constraints.pinned_nodes() {
+        return pinned::judge(settings, cluster, &constraints, &names, masks);
+    }
+    let nodes = listed(settings, cluster, masks)?;
+    feasible(&constraints, &nodes, settings)
+}
+
+fn read_runtime_class(
+    class: &str,
+    cluster: &impl Cluster,
+) -> Result<k8s_openapi::api::node::v1::RuntimeClass, NotAssigned> {
+    let bytes = match cluster.runtime_class(class) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
-            return Decision::not_assigned(
-                settings.no_feasible_node,
+            return Err(NotAssigned::new(
+                Cause::NoFeasibleNode,
                 format!("RuntimeClass {class:?} does not exist"),
-            );
+            ));
         }
         Err(e) => {
-            return lookup_failed(settings, &format!("cannot read RuntimeClass {class:?}"), &e);
+            return Err(lookup_failed(
+                &format!("cannot read RuntimeClass {class:?}"),
+                &e,
+            ));
         }
     };
-    let rc = match runtime_class::parse(&rc_bytes) {
-        Ok(rc) => rc,
-        Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
-    };
-    let overhead = match runtime_class::overhead(&rc) {
-        Ok(overhead) => overhead,
-        Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
-    };
-    // Validated with the settings: a failure here is a policy bug, not input.
-    let ignored = match settings.ignored() {
-        Ok(ignored) => ignored,
-        Err(e) => {
-            return Decision::Reject {
-                explanation: format!("invalid policy settings: {e}"),
-                code: Some(400),
-            };
-        }
-    };
-    let constraints = match runtime_class::effective_constraints(pod, &rc, &overhead, &ignored) {
-        Ok(c) => c,
-        Err(conflict) => return Decision::not_assigned(settings.no_feasible_node, conflict),
-    };
+    runtime_class::parse(&bytes).map_err(|e| NotAssigned::new(Cause::LookupFailure, e))
+}
 
-    let constraints = match with_volumes(constraints, pod, request, settings, cluster) {
-        Ok(c) => c,
-        Err(refused) => return refused,
-    };
-    let constraints = constraints
+/// The pod's effective constraints with the class: its scheduling merged
+/// in, its overhead, the volumes, and the kubelet's gates.
+fn constraints(
+    pod: &PodFacts,
+    rc: &k8s_openapi::api::node::v1::RuntimeClass,
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &impl Cluster,
+) -> Result<Constraints, NotAssigned> {
+    let overhead =
+        runtime_class::overhead(rc).map_err(|e| NotAssigned::new(Cause::LookupFailure, e))?;
+    let constraints = runtime_class::effective_constraints(
+        pod,
+        rc,
+        &overhead,
+        &settings.ignored().unwrap_or_default(),
+    )
+    .map_err(|conflict| NotAssigned::new(Cause::NoFeasibleNode, conflict))?;
+    let constraints = with_volumes(constraints, pod, request, settings, cluster)?;
+    Ok(constraints
         .with_handler(handler_needs(pod, &rc.handler, settings))
         .with_features(FeatureNeeds {
             supplemental_groups_policy: pod.strict_supplemental_groups,
-        });
-    let masks = node_masks(constraints.handler(), constraints.features());
-    let gates = &pod.scheduling_gates;
+        }))
+}
 
-    if let Some(names) = constraints.pinned_nodes() {
-        return pinned::decide(
-            object,
-            settings,
-            cluster,
-            &constraints,
-            &names,
-            masks,
-            gates,
-        );
-    }
-    if let Err(refused) = may_list_nodes(settings, cluster) {
-        return refused;
-    }
-    let selector = settings.host_label_selector();
-    let node_bytes = match cluster.kata_nodes(selector, masks) {
-        Ok(bytes) => bytes,
-        Err(e) => return lookup_failed(settings, "cannot list kata nodes", &e),
-    };
-    let (diagnosis, bound_elsewhere) = match constraints.find_feasible(&node_bytes) {
-        Ok(Feasibility::Fits { broken }) => return mutate(object, class, broken, gates),
+/// The kata node list, once policy-server may list it.
+fn listed(
+    settings: &Settings,
+    cluster: &impl Cluster,
+    masks: NodeMasks,
+) -> Result<Vec<u8>, NotAssigned> {
+    may_list_nodes(settings, cluster)?;
+    cluster
+        .kata_nodes(settings.host_label_selector(), masks)
+        .map_err(|e| lookup_failed("cannot list kata nodes", &e))
+}
+
+/// The answer of the filter pass over the listed kata nodes.
+fn feasible(
+    constraints: &Constraints,
+    node_bytes: &[u8],
+    settings: &Settings,
+) -> Result<Option<Broken<'static>>, NotAssigned> {
+    let (diagnosis, bound_elsewhere) = match constraints.find_feasible(node_bytes) {
+        Ok(Feasibility::Fits { broken }) => return Ok(broken.map(Broken::into_owned)),
         Ok(Feasibility::NoneFits {
             diagnosis,
             bound_elsewhere,
         }) => (diagnosis, bound_elsewhere),
-        Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
+        Err(e) => return Err(NotAssigned::new(Cause::LookupFailure, e)),
     };
     let why = if diagnosis.total() == 0 {
         format!(
             "no node matches kataNodeSelector {:?}",
-            selector.unwrap_or_default()
+            settings.host_label_selector().unwrap_or_default()
         )
     } else if let Some(name) = bound_elsewhere {
         format!("the pod is bound to node {name:?} (spec.nodeName), which is not a kata node")
     } else {
         diagnosis.to_string()
     };
-    Decision::not_assigned(settings.no_feasible_node, why)
+    Err(NotAssigned::new(Cause::NoFeasibleNode, why))
 }
 
 /// What the pod needs of a node's runtime handler, unless
@@ -305,61 +312,42 @@ fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision 
         // "resource name may not be empty"; its validation: not a DNS
         // subdomain): giving it Kata would turn a refused pod into one that
         // runs, so it is left for the API server to refuse.
-        return Decision::leave(
-            "runtimeClassName is \"\", which the API server refuses (a RuntimeClass name is a \
-             DNS subdomain); left unchanged: remove the field to let the policy decide"
-                .into(),
-        );
+        return Decision::Unchanged(Unchanged::EmptyClassName);
     }
     if let Some(allowed) = &settings.allowed_runtime_classes {
         // Mirror pods are the kubelet's static pods: refusing the mirror
         // would only hide a pod that runs anyway.
         if existing != class && !pod.is_mirror && !allowed.iter().any(|a| a == existing) {
-            let mut names = vec![class];
-            names.extend(allowed.iter().map(String::as_str).filter(|a| *a != class));
-            return Decision::Reject {
-                explanation: format!(
-                    "runtimeClassName {existing:?} is not allowed (allowedRuntimeClasses: {})",
-                    names.join(", ")
-                ),
-                code: None,
-            };
+            let mut names = vec![class.to_string()];
+            names.extend(allowed.iter().filter(|a| *a != class).cloned());
+            return Decision::Reject(Refusal::NotAllowed {
+                class: existing.into(),
+                allowed: names,
+            });
         }
     }
-    Decision::Unchanged {
-        explanation: format!("pod already sets runtimeClassName {existing:?}; left unchanged"),
-        // A pod that already asked for our class has Kata: nothing to warn about.
-        warn: existing != class,
-        object: None,
-    }
+    Decision::Unchanged(Unchanged::NamedClass {
+        class: existing.into(),
+        ours: existing == class,
+    })
 }
 
 /// The runtime-compatibility check (`skipPodsUsing`): a pod using a feature
 /// Kata cannot provide is left unchanged whatever `noFeasibleNode` says,
 /// since the pod runs as it is, unless `incompatiblePod: reject` says that
-/// every pod must run under Kata. Every finding goes into the explanation,
-/// the first one first so that it survives the warning's cut.
-fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Option<Decision> {
+/// every pod must run under Kata. Every finding is kept, the first first.
+fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Result<(), Decision> {
     if settings.skip_pods_using.is_empty() {
-        return None;
+        return Ok(());
     }
     let findings = incompatible::check(&pod.runtime, &settings.incompatible_rules());
     if findings.is_empty() {
-        return None;
+        return Ok(());
     }
-    let reasons = findings
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
-    Some(match settings.incompatible_pod {
-        Outcome::Accept => Decision::leave(format!("{NOT_ASSIGNED}{reasons}")),
-        Outcome::Reject => Decision::Reject {
-            explanation: format!(
-                "kata runtime required (incompatiblePod: reject), and not assigned: {reasons}"
-            ),
-            code: None,
-        },
+    let reasons = Reasons(findings.iter().map(ToString::to_string).collect());
+    Err(match settings.incompatible_pod {
+        Outcome::Accept => Decision::Unchanged(Unchanged::NotAssigned(reasons)),
+        Outcome::Reject => Decision::Reject(Refusal::KataRequired(reasons)),
     })
 }
 
@@ -372,7 +360,7 @@ fn with_volumes(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &impl Cluster,
-) -> Result<Constraints, Decision> {
+) -> Result<Constraints, NotAssigned> {
     if !settings.check_volumes || pod.claims.is_empty() || pod.node_name.is_some() {
         return Ok(constraints);
     }
@@ -388,100 +376,35 @@ fn with_volumes(
     let subject = settings.policy_server_subject();
     match volumes::resolve(&pod_ref, &subject, cluster) {
         Ok(check) => Ok(constraints.with_volumes(check)),
-        Err(refusal) => Err(volume_refused(settings, subject.user, refusal)),
+        Err(refusal) => Err(volume_refused(subject.user, refusal)),
     }
 }
 
-/// The outcome of a volume check that could not be made.
-fn volume_refused(settings: &Settings, user: &str, refusal: Refusal) -> Decision {
+/// Why a volume check could not be made.
+fn volume_refused(user: &str, refusal: VolumeRefusal) -> NotAssigned {
     // The setting first: the warning is cut to 255 bytes.
     const GRANT: &str = "set checkVolumes: false or grant policy-server get on persistentvolumeclaims, \
          persistentvolumes, storageclasses.storage.k8s.io and list/watch on the last two";
     match refusal {
-        Refusal::Pod(why) => Decision::not_assigned(settings.no_feasible_node, why),
-        Refusal::Denied { resource, verbs } => Decision::not_assigned(
-            settings.lookup_failure,
+        VolumeRefusal::Pod(why) => NotAssigned::new(Cause::NoFeasibleNode, why),
+        VolumeRefusal::Denied { resource, verbs } => NotAssigned::new(
+            Cause::LookupFailure,
             format!(
                 "cannot list {resource} (forbidden: {user} may not {} {resource}; {GRANT})",
                 verbs.join(", ")
             ),
         ),
-        Refusal::Lookup { what, error } => {
+        VolumeRefusal::Lookup { what, error } => {
             let hint = match error.kind {
                 LookupErrorKind::Forbidden => format!(" (forbidden: {GRANT})"),
                 LookupErrorKind::NotFound | LookupErrorKind::Failed => String::new(),
             };
-            Decision::not_assigned(
-                settings.lookup_failure,
+            NotAssigned::new(
+                Cause::LookupFailure,
                 format!("{what}{hint}: {}", error.message),
             )
         }
-        Refusal::Invalid(why) => Decision::not_assigned(settings.lookup_failure, why),
-    }
-}
-
-/// The mutation, once a kata node can run the pod. `broken`: nodes the
-/// scheduler may pick too, whose runtime cannot start it. `gates`: the
-/// pod's scheduling gates, which get a warning of their own.
-fn mutate(object: &str, class: &str, broken: Option<Broken>, gates: &[String]) -> Decision {
-    let mut decision = mutate_ungated(object, class, broken);
-    if let Decision::Mutate { note, .. } = &mut decision {
-        *note = gated_note(gates);
-    }
-    decision
-}
-
-/// How many gates the note names; the rest are counted.
-const GATES_NAMED: usize = 3;
-
-/// The note for a gated pod given Kata: while it is gated, its
-/// `nodeSelector` and required node affinity may still be narrowed (Kueue
-/// injects its ResourceFlavor's `nodeLabels` when it ungates the pod), and
-/// `runtimeClassName` cannot change after creation. `None` when ungated.
-fn gated_note(gates: &[String]) -> Option<String> {
-    if gates.is_empty() {
-        return None;
-    }
-    let mut named: Vec<String> = (gates.iter().take(GATES_NAMED))
-        .map(|g| format!("{g:?}"))
-        .collect();
-    if gates.len() > GATES_NAMED {
-        named.push(format!("and {} more", gates.len() - GATES_NAMED));
-    }
-    Some(format!(
-        "the pod has schedulingGates ({}): node constraints added before it is ungated are not checked, \
-         and it stays Pending if they exclude every kata node",
-        named.join(", ")
-    ))
-}
-
-fn mutate_ungated(object: &str, class: &str, broken: Option<Broken>) -> Decision {
-    match mutation::set_runtime_class(object, class) {
-        Ok(object) => match broken {
-            // Names no node and no count: without broken nodes the search
-            // may stop at the first fit, and the host's list order is not
-            // stable.
-            None => Decision::Mutate {
-                object,
-                explanation: format!(
-                    "runtimeClassName {class:?} assigned: a kata node can run this pod"
-                ),
-                warn: false,
-                note: None,
-            },
-            Some(broken) => Decision::Mutate {
-                object,
-                explanation: format!(
-                    "kata runtime assigned, but {broken}: if the scheduler picks one, the pod will not start"
-                ),
-                warn: true,
-                note: None,
-            },
-        },
-        Err(e) => Decision::Reject {
-            explanation: format!("cannot mutate the Pod: {e}"),
-            code: Some(400),
-        },
+        VolumeRefusal::Invalid(why) => NotAssigned::new(Cause::LookupFailure, why),
     }
 }
 
@@ -490,7 +413,7 @@ fn mutate_ungated(object: &str, class: &str, broken: Option<Broken>) -> Decision
 /// first load, when refused, retries forever, so a list it may not make
 /// never answers and the admission hangs past every timeout. A denied verb
 /// or a failed question is the `lookupFailure` outcome, at once.
-fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Decision> {
+fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), NotAssigned> {
     let subject = settings.policy_server_subject();
     let mut denied = Vec::new();
     for verb in ["list", "watch"] {
@@ -498,8 +421,8 @@ fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Dec
             Ok(access) if access.allowed => {}
             Ok(_) => denied.push(verb),
             Err(e) => {
-                return Err(Decision::not_assigned(
-                    settings.lookup_failure,
+                return Err(NotAssigned::new(
+                    Cause::LookupFailure,
                     format!(
                         "cannot check whether {} may {verb} nodes (kubernetes/can_i; policy-server needs create on subjectaccessreviews.authorization.k8s.io): {}",
                         subject.user, e.message
@@ -511,8 +434,8 @@ fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Dec
     if denied.is_empty() {
         return Ok(());
     }
-    Err(Decision::not_assigned(
-        settings.lookup_failure,
+    Err(NotAssigned::new(
+        Cause::LookupFailure,
         format!(
             "cannot list kata nodes (forbidden: {} may not {} nodes; grant policy-server get/list/watch on nodes and get on runtimeclasses.node.k8s.io, \
              and list both in contextAwareResources)",
@@ -522,7 +445,7 @@ fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Dec
     ))
 }
 
-fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {
+fn lookup_failed(what: &str, e: &LookupError) -> NotAssigned {
     // The fix comes before the host's (long) text so that it survives the
     // 255-byte cut of the warning.
     let hint = match e.kind {
@@ -532,12 +455,5 @@ fn lookup_failed(settings: &Settings, what: &str, e: &LookupError) -> Decision {
         }
         LookupErrorKind::NotFound | LookupErrorKind::Failed => "",
     };
-    Decision::not_assigned(
-        settings.lookup_failure,
-        format!("{what}{hint}: {}", e.message),
-    )
+    NotAssigned::new(Cause::LookupFailure, format!("{what}{hint}: {}", e.message))
 }
-
-mod pinned;
-#[cfg(test)]
-mod tests;

@@ -1,7 +1,8 @@
 //! kata-runtime-policy: a Kubewarden policy that sets a Pod's
 //! `runtimeClassName` to the Kata RuntimeClass only when a node with Kata
 //! installed can run that Pod. This file only wires the waPC entry points;
-//! the logic lives in [`decision`].
+//! an admission runs through [`admission`], and the logic lives in
+//! [`decision`].
 
 // An admission policy must not trap on any input: no unwrap/expect/indexing
 // that input could make panic, outside tests.
@@ -18,6 +19,7 @@
     )
 )]
 
+pub mod admission;
 pub mod annotation;
 #[cfg(feature = "bench")]
 mod bench;
@@ -57,10 +59,7 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(response::render(decision::decide_payload(
-        payload,
-        &HostCluster,
-    )))
+    Ok(admission::validate(payload, &HostCluster))
 }
 
 /// Settings validation as policy-server calls it, with the raw settings JSON.

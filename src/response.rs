@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::decision::Decision;
+use crate::admission::Admission;
+use crate::decision::{Decision, Refusal};
 
 /// The API server may truncate longer warnings.
 pub const MAX_WARNING_BYTES: usize = 255;
@@ -39,40 +40,46 @@ pub fn warning(text: &str) -> String {
     format!("{}...", text.get(..end).unwrap_or_default())
 }
 
-pub fn render(decision: Decision) -> Vec<u8> {
-    let explanation = decision.explanation().to_string();
-    let reason = decision.reason().into_owned();
+pub fn render(admission: &Admission) -> Vec<u8> {
+    let decision = &admission.decision;
+    let explanation = decision.explanation();
+    let reason = match &admission.audit_note {
+        Some(note) => format!("{}; {note}", decision.reason()),
+        None => decision.reason(),
+    };
+    let accepted = !matches!(decision, Decision::Reject(_));
     // An unchanged pod has an object too when it carries the decision
     // annotation (annotateDecision); the verdict stays "unchanged".
-    let (verdict, accepted, code, object, warn, note) = match decision {
-        Decision::Mutate {
-            object, warn, note, ..
-        } => ("mutated", true, None, Some(object), warn, note),
-        Decision::Unchanged { object, warn, .. } => ("unchanged", true, None, object, warn, None),
-        Decision::Reject { code, .. } => ("rejected", false, code, None, true, None),
-    };
-    let mutated = match object.map(RawValue::from_string).transpose() {
+    let mutated = match admission
+        .object
+        .clone()
+        .map(RawValue::from_string)
+        .transpose()
+    {
         Ok(raw) => raw,
         // Cannot happen for a valid request object; refuse rather than guess.
         Err(_) => {
-            return render(Decision::Reject {
-                explanation: "internal error: the mutated Pod is not valid JSON".into(),
-                code: Some(500),
-            });
+            return render(&Admission::of(Decision::Reject(Refusal::Internal(
+                "internal error: the mutated Pod is not valid JSON".into(),
+            ))));
         }
     };
     let response = ValidationResponse {
         accepted,
         message: (!accepted).then_some(explanation.as_str()),
-        code,
+        code: decision.code(),
         mutated_object: mutated,
-        audit_annotations: BTreeMap::from([(DECISION_KEY, verdict), (REASON_KEY, reason.as_str())]),
+        audit_annotations: BTreeMap::from([
+            (DECISION_KEY, decision.verdict()),
+            (REASON_KEY, reason.as_str()),
+        ]),
         // The note (a gated pod) is a warning of its own, so that a long
         // explanation never cuts it off.
         warnings: {
-            let warnings: Vec<String> = (warn.then_some(explanation.as_str()).into_iter())
-                .chain(note.as_deref())
-                .map(warning)
+            let warnings: Vec<String> = (decision.warns().then_some(explanation.clone()))
+                .into_iter()
+                .chain(decision.note())
+                .map(|w| warning(&w))
                 .collect();
             (!warnings.is_empty()).then_some(warnings)
         },
@@ -85,20 +92,35 @@ pub fn render(decision: Decision) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decision::{Reasons, Unchanged};
+    use crate::scheduling::Broken;
     use serde_json::{Value, json};
 
-    fn rendered(d: Decision) -> Value {
-        serde_json::from_slice(&render(d)).unwrap()
+    fn rendered(a: &Admission) -> Value {
+        serde_json::from_slice(&render(a)).unwrap()
+    }
+
+    fn mutated(object: &str, broken: Option<Broken<'static>>) -> Admission {
+        Admission {
+            object: Some(object.into()),
+            ..Admission::of(Decision::Mutate {
+                class: "kata".into(),
+                broken,
+                gates: Vec::new(),
+            })
+        }
+    }
+
+    fn left(why: &str) -> Decision {
+        Decision::Unchanged(Unchanged::NotAssigned(Reasons::one(why)))
     }
 
     #[test]
     fn mutate_passes_the_object_through_and_does_not_warn() {
-        let v = rendered(Decision::Mutate {
-            object: r#"{"spec":{"runtimeClassName":"kata"},"n":1.50}"#.into(),
-            explanation: "ok".into(),
-            warn: false,
-            note: None,
-        });
+        let v = rendered(&mutated(
+            r#"{"spec":{"runtimeClassName":"kata"},"n":1.50}"#,
+            None,
+        ));
         assert_eq!(v["accepted"], true);
         assert_eq!(
             v["mutated_object"],
@@ -106,32 +128,39 @@ mod tests {
         );
         assert_eq!(
             v["audit_annotations"],
-            json!({"decision": "mutated", "reason": "ok"})
+            json!({"decision": "mutated", "reason": "runtimeClassName \"kata\" assigned: a kata node can run this pod"})
         );
         assert_eq!(v["warnings"], Value::Null);
         assert!(
-            String::from_utf8(render(Decision::Mutate {
-                object: r#"{"n":1.50}"#.into(),
-                explanation: String::new(),
-                warn: false,
-                note: None,
-            }))
-            .unwrap()
-            .contains(r#""mutated_object":{"n":1.50}"#),
+            String::from_utf8(render(&mutated(r#"{"n":1.50}"#, None)))
+                .unwrap()
+                .contains(r#""mutated_object":{"n":1.50}"#),
             "raw, not re-serialized"
         );
     }
 
     #[test]
     fn a_mutation_with_broken_nodes_warns() {
-        let v = rendered(Decision::Mutate {
-            object: r#"{"spec":{"runtimeClassName":"kata"}}"#.into(),
-            explanation: "kata runtime assigned, but".into(),
-            warn: true,
-            note: None,
-        });
+        let mut broken = Broken {
+            pickable: 2,
+            ..Broken::default()
+        };
+        broken.lacks.insert(
+            crate::scheduling::runtime_handler::Lack::NotReported("kata".into()),
+            1,
+        );
+        broken.names.push("n1".into());
+        let v = rendered(&mutated(
+            r#"{"spec":{"runtimeClassName":"kata"}}"#,
+            Some(broken),
+        ));
         assert_eq!(v["audit_annotations"]["decision"], "mutated");
-        assert_eq!(v["warnings"], json!(["kata runtime assigned, but"]));
+        assert_eq!(
+            v["warnings"],
+            json!([
+                "kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report runtime handler \"kata\" (n1): if the scheduler picks one, the pod will not start"
+            ])
+        );
         assert_eq!(
             v["mutated_object"],
             json!({"spec": {"runtimeClassName": "kata"}})
@@ -140,27 +169,18 @@ mod tests {
 
     #[test]
     fn leave_and_reject() {
-        let v = rendered(Decision::Unchanged {
-            explanation: "why".into(),
-            warn: true,
-            object: None,
-        });
+        let v = rendered(&Admission::of(left("why")));
         assert_eq!(
             (v["accepted"].clone(), v["warnings"].clone()),
-            (json!(true), json!(["why"]))
+            (json!(true), json!(["kata runtime not assigned: why"]))
         );
         assert_eq!(v["mutated_object"], Value::Null);
-        let quiet = rendered(Decision::Unchanged {
-            explanation: "why".into(),
-            warn: false,
-            object: None,
-        });
+        let quiet = rendered(&Admission::of(Decision::Unchanged(
+            Unchanged::NotEvaluated("apps/Deployment CREATE".into()),
+        )));
         assert_eq!(quiet["warnings"], Value::Null);
         assert_eq!(quiet["audit_annotations"]["decision"], "unchanged");
-        let r = rendered(Decision::Reject {
-            explanation: "no".into(),
-            code: Some(400),
-        });
+        let r = rendered(&Admission::of(Decision::bad_request("no")));
         assert_eq!(
             (
                 r["accepted"].clone(),
@@ -173,13 +193,13 @@ mod tests {
     }
 
     /// annotateDecision: an unchanged pod with the annotation is passed
-    /// through raw too, still "unchanged", with its warning.
+    /// through raw too, still "unchanged", with its warning; an annotation
+    /// left out is said in the audit reason.
     #[test]
     fn an_annotated_unchanged_pod_passes_its_object_through() {
-        let out = render(Decision::Unchanged {
-            explanation: "why".into(),
-            warn: true,
+        let out = render(&Admission {
             object: Some(r#"{"metadata":{"annotations":{"k":"unchanged: why"}},"n":1.50}"#.into()),
+            ..Admission::of(left("why"))
         });
         let text = String::from_utf8(out).unwrap();
         assert!(
@@ -192,13 +212,24 @@ mod tests {
         assert_eq!(v["accepted"], true);
         assert_eq!(
             v["audit_annotations"],
-            json!({"decision": "unchanged", "reason": "why"})
+            json!({"decision": "unchanged", "reason": "kata runtime not assigned: why"})
         );
-        assert_eq!(v["warnings"], json!(["why"]));
-        let broken = rendered(Decision::Unchanged {
-            explanation: "why".into(),
-            warn: false,
+        assert_eq!(v["warnings"], json!(["kata runtime not assigned: why"]));
+        let omitted = rendered(&Admission {
+            audit_note: Some("decision annotation omitted: too big".into()),
+            ..Admission::of(left("why"))
+        });
+        assert_eq!(
+            omitted["audit_annotations"]["reason"],
+            "kata runtime not assigned: why; decision annotation omitted: too big"
+        );
+        assert_eq!(
+            omitted["warnings"],
+            json!(["kata runtime not assigned: why"])
+        );
+        let broken = rendered(&Admission {
             object: Some("{".into()),
+            ..Admission::of(left("why"))
         });
         assert_eq!(
             (broken["accepted"].clone(), broken["code"].clone()),

@@ -5,49 +5,43 @@
 //! nodes would cost O(N²); reading its one node costs O(1). A direct GET
 //! also fails fast, so no access question is needed first.
 //!
-//! The decision is the one the list would give: a named node counts only if
-//! it exists and matches `kataNodeSelector` (what the list's selector does
-//! on the API server), and then goes through the same filters.
+//! The names only narrow the candidates, as kube-scheduler's PreFilter
+//! does: a named node counts only if it exists and matches
+//! `kataNodeSelector` (what the list's selector does on the API server),
+//! and then goes through the same filter pass ([`Tally`]) as a listed one.
 
-use super::{Decision, lookup_failed, mutate};
+use super::{Cause, NotAssigned, Reasons, lookup_failed};
 use crate::cluster::{Cluster, NodeMasks};
 use crate::labels;
 use crate::node::{KeyFilter, parse_node};
-use crate::scheduling::{Broken, Constraints, Diagnosis, Reason, Unfit};
+use crate::scheduling::{Broken, Constraints, Feasibility, Tally};
 use crate::settings::Settings;
 
-pub(super) fn decide(
-    object: &str,
+pub(super) fn judge(
     settings: &Settings,
     cluster: &impl Cluster,
     constraints: &Constraints,
     names: &[String],
     masks: NodeMasks,
-    gates: &[String],
-) -> Decision {
-    let class = settings.runtime_class_name.as_str();
-    // Validated with the settings; were it not, it would select no node.
-    let selector = labels::parse_selector(&settings.kata_node_selector);
+) -> Result<Option<Broken<'static>>, NotAssigned> {
     let mut answers = Vec::with_capacity(names.len());
     for name in names {
         match cluster.node(name, masks) {
             Ok(bytes) => answers.push((name, bytes)),
-            Err(e) => return lookup_failed(settings, &format!("cannot read node {name:?}"), &e),
+            Err(e) => return Err(lookup_failed(&format!("cannot read node {name:?}"), &e)),
         }
     }
-    let mut diagnosis = Diagnosis::default();
-    let mut broken = Broken::default();
-    let mut fits = false;
+    // Validated with the settings; were it not, it would select no node.
+    let selector = labels::parse_selector(&settings.kata_node_selector);
+    let mut tally = Tally::new(constraints);
     let mut absent = Vec::new();
     for (name, bytes) in &answers {
         let Some(bytes) = bytes else {
             absent.push(format!("{name:?} does not exist"));
             continue;
         };
-        let node = match parse_node(bytes, KeyFilter::All) {
-            Ok(node) => node,
-            Err(e) => return Decision::not_assigned(settings.lookup_failure, e),
-        };
+        let node = parse_node(bytes, KeyFilter::All)
+            .map_err(|e| NotAssigned::new(Cause::LookupFailure, e))?;
         let is_kata = selector.as_ref().is_ok_and(|requirements| {
             requirements
                 .iter()
@@ -60,54 +54,47 @@ pub(super) fn decide(
             ));
             continue;
         }
-        match constraints.check(&node) {
-            // Without a kubelet gate no other node matters.
-            Ok(()) if !constraints.has_kubelet_gates() => {
-                return mutate(object, class, None, gates);
-            }
-            Ok(()) => {
-                fits = true;
-                broken.pickable += 1;
-            }
-            Err(Unfit {
-                first: Reason::Unreadable(why),
-                ..
-            }) => {
-                return Decision::not_assigned(
-                    settings.lookup_failure,
-                    format!("the node from the cluster is not a valid Node: {why}"),
-                );
-            }
-            Err(Unfit {
-                first: Reason::Runtime(lack),
-                ..
-            }) => {
-                broken.record(&node, &lack);
-                diagnosis.record(Reason::Runtime(lack).into());
-            }
-            Err(unfit) => diagnosis.record(unfit),
+        if tally.judge(&node).is_break() {
+            break;
         }
     }
-    if fits {
-        return mutate(object, class, (broken.count() > 0).then_some(broken), gates);
-    }
-    let pinned = match constraints.node_name() {
-        Some(_) => "the pod is bound to node",
-        None => "the pod can only run on node",
+    let diagnosis = match tally.finish(None) {
+        Ok(Feasibility::Fits { broken }) => return Ok(broken.map(Broken::into_owned)),
+        Ok(Feasibility::NoneFits { diagnosis, .. }) => diagnosis,
+        Err(why) => {
+            return Err(NotAssigned::new(
+                Cause::LookupFailure,
+                format!("the node from the cluster is not a valid Node: {why}"),
+            ));
+        }
     };
-    let how = match constraints.node_name() {
-        Some(_) => "spec.nodeName",
-        None => "required node affinity on metadata.name",
+    let reasons = match (diagnosis.total(), absent.is_empty()) {
+        (0, _) => {
+            let (pinned, how) = match constraints.node_name() {
+                Some(_) => ("the pod is bound to node", "spec.nodeName"),
+                None => (
+                    "the pod can only run on node",
+                    "required node affinity on metadata.name",
+                ),
+            };
+            let named = names
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut reasons = absent.into_iter();
+            let first = reasons.next().unwrap_or_default();
+            std::iter::once(format!("{pinned} {named} ({how}): {first}"))
+                .chain(reasons)
+                .collect()
+        }
+        (_, true) => vec![diagnosis.to_string()],
+        (_, false) => std::iter::once(diagnosis.to_string())
+            .chain(absent)
+            .collect(),
     };
-    let named = names
-        .iter()
-        .map(|n| format!("{n:?}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let why = match (diagnosis.total(), absent.is_empty()) {
-        (0, _) => format!("{pinned} {named} ({how}): {}", absent.join("; ")),
-        (_, true) => diagnosis.to_string(),
-        (_, false) => format!("{diagnosis}; {}", absent.join("; ")),
-    };
-    Decision::not_assigned(settings.no_feasible_node, why)
+    Err(NotAssigned {
+        cause: Cause::NoFeasibleNode,
+        reasons: Reasons(reasons),
+    })
 }

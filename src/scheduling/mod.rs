@@ -14,6 +14,7 @@ pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod runtime_handler;
 pub mod taint_toleration;
+mod tally;
 pub mod volume_binding;
 pub mod volume_zone;
 
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
 
 pub use diagnosis::Diagnosis;
+pub use tally::Tally;
 
 /// The answer of [`Constraints::find_feasible`].
 #[derive(Debug, PartialEq, Eq)]
@@ -44,9 +46,7 @@ use runtime_handler::{HandlerNeeds, Lack};
 use taint_toleration::{NO_EXECUTE, NO_SCHEDULE, first_untolerated};
 use volume_binding::VolumeCheck;
 
-use std::ops::ControlFlow;
-
-use crate::node::{KeyFilter, Node, Scan, scan_node_list};
+use crate::node::{KeyFilter, Node, scan_node_list};
 
 /// Why a node cannot run the pod, in kube-scheduler's words.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -272,7 +272,11 @@ impl Constraints {
     }
 
     /// [`check`](Self::check), with the resource answers of earlier nodes.
-    fn check_with<'n>(&self, node: &Node<'n>, memo: &mut FitMemo<'n>) -> Result<(), Unfit<'n>> {
+    pub(crate) fn check_with<'n>(
+        &self,
+        node: &Node<'n>,
+        memo: &mut FitMemo<'n>,
+    ) -> Result<(), Unfit<'n>> {
         let untolerated = |effects: &[&str]| {
             first_untolerated(&node.spec.taints, &self.tolerations, effects).map(|t| {
                 Reason::UntoleratedTaint {
@@ -350,66 +354,18 @@ impl Constraints {
     /// the whole list is read, to find the nodes the scheduler may pick
     /// whose runtime cannot start the pod.
     pub fn find_feasible<'n>(&self, node_list: &'n [u8]) -> Result<Feasibility<'n>, String> {
-        let mut diagnosis = Diagnosis::default();
-        let mut broken = Broken::default();
-        let mut fits = false;
-        let whole_list = self.has_kubelet_gates();
+        let mut tally = Tally::new(self);
         let mut named_node_seen = false;
-        let mut unreadable = None;
-        let mut memo = FitMemo::default();
         let labels = KeyFilter::Only(&self.label_keys);
-        let scan = scan_node_list(node_list, labels, |node| {
+        scan_node_list(node_list, labels, |node| {
             named_node_seen |= self.node_name.as_deref() == Some(node.name());
-            match self.check_with(node, &mut memo) {
-                Ok(()) => {
-                    fits = true;
-                    broken.pickable += 1;
-                    if whole_list {
-                        ControlFlow::Continue(())
-                    } else {
-                        ControlFlow::Break(())
-                    }
-                }
-                Err(Unfit {
-                    first: Reason::Unreadable(why),
-                    ..
-                }) => {
-                    unreadable = Some(why);
-                    ControlFlow::Break(())
-                }
-                Err(Unfit {
-                    first: Reason::Runtime(lack),
-                    ..
-                }) => {
-                    broken.record(node, &lack);
-                    if !fits {
-                        diagnosis.record(Reason::Runtime(lack).into());
-                    }
-                    ControlFlow::Continue(())
-                }
-                // Once a node fits, the diagnosis is never shown.
-                Err(_) if fits => ControlFlow::Continue(()),
-                Err(unfit) => {
-                    diagnosis.record(unfit);
-                    ControlFlow::Continue(())
-                }
-            }
+            tally.judge(node)
         })?;
-        if let Some(why) = unreadable {
-            return Err(format!(
-                "the node list from the cluster is not a valid NodeList: {why}"
-            ));
-        }
-        Ok(match (scan, fits) {
-            (Scan::Stopped, _) | (Scan::Completed, true) => Feasibility::Fits {
-                broken: broken.found(),
-            },
-            (Scan::Completed, false) => Feasibility::NoneFits {
-                diagnosis,
-                // `spec.nodeName` names a node that is not in the kata list.
-                bound_elsewhere: self.node_name.clone().filter(|_| !named_node_seen),
-            },
-        })
+        // `spec.nodeName` names a node that is not in the kata list.
+        let bound_elsewhere = self.node_name.clone().filter(|_| !named_node_seen);
+        tally
+            .finish(bound_elsewhere)
+            .map_err(|why| format!("the node list from the cluster is not a valid NodeList: {why}"))
     }
 }
 
@@ -448,12 +404,23 @@ impl<'n> Broken<'n> {
         }
     }
 
+    /// The same nodes, with their names copied out of the node list.
+    pub fn into_owned(self) -> Broken<'static> {
+        Broken {
+            pickable: self.pickable,
+            lacks: self.lacks,
+            names: (self.names.into_iter())
+                .map(|n| Cow::Owned(n.into_owned()))
+                .collect(),
+        }
+    }
+
     /// How many broken nodes.
     pub fn count(&self) -> usize {
         self.lacks.values().sum()
     }
 
-    fn found(self) -> Option<Self> {
+    pub(crate) fn found(self) -> Option<Self> {
         (self.count() > 0).then_some(self)
     }
 }

@@ -1,12 +1,75 @@
-//! Table-driven tests of the whole decision, through a fake [`Cluster`].
+//! Table-driven tests of whole admissions, through a fake [`Cluster`].
 
 use std::cell::RefCell;
 
 use serde_json::{Value, json};
 
 use super::*;
-use crate::cluster::{Access, NodeMasks, Resource, Subject, VolumeKind};
+use crate::cluster::{
+    Access, LookupError, LookupErrorKind, NodeMasks, Resource, Subject, VolumeKind,
+};
+use crate::decision::explain::NOT_ASSIGNED;
 use crate::volumes::test_support;
+
+/// An admission as a user sees it: the verdict, the object admitted, the
+/// explanation and whether it warns, the note, the refusal's code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Mutate {
+        object: String,
+        explanation: String,
+        warn: bool,
+        note: Option<String>,
+    },
+    Unchanged {
+        explanation: String,
+        warn: bool,
+        object: Option<String>,
+    },
+    Reject {
+        explanation: String,
+        code: Option<u16>,
+    },
+}
+
+impl Seen {
+    fn of(admission: Admission) -> Seen {
+        let d = &admission.decision;
+        let (explanation, warn) = (d.explanation(), d.warns());
+        match d {
+            Decision::Mutate { .. } => Seen::Mutate {
+                object: admission.object.unwrap_or_default(),
+                explanation,
+                warn,
+                note: d.note(),
+            },
+            Decision::Unchanged(_) => Seen::Unchanged {
+                explanation,
+                warn,
+                object: admission.object,
+            },
+            Decision::Reject(_) => Seen::Reject {
+                explanation,
+                code: d.code(),
+            },
+        }
+    }
+}
+
+impl Seen {
+    fn explanation(&self) -> &str {
+        match self {
+            Seen::Mutate { explanation, .. }
+            | Seen::Unchanged { explanation, .. }
+            | Seen::Reject { explanation, .. } => explanation,
+        }
+    }
+}
+
+/// The admission of a raw payload, as the user sees it.
+fn decide_payload(payload: &[u8], cluster: &impl Cluster) -> Seen {
+    Seen::of(review(payload, cluster))
+}
 
 /// A cluster answering from fixed JSON, recording every query it gets.
 struct FakeCluster {
@@ -265,9 +328,9 @@ fn master_pinned_spec() -> Value {
            "tolerations": [{"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"}]})
 }
 
-fn mutated_spec(d: &Decision) -> Value {
+fn mutated_spec(d: &Seen) -> Value {
     match d {
-        Decision::Mutate { object, .. } => {
+        Seen::Mutate { object, .. } => {
             serde_json::from_str::<Value>(object).unwrap()["spec"].clone()
         }
         other => panic!("expected a mutation, got {other:?}"),
@@ -275,9 +338,9 @@ fn mutated_spec(d: &Decision) -> Value {
 }
 
 /// The explanation of a mutation that warns (some nodes cannot start the pod).
-fn warned_mutation(d: &Decision) -> &str {
+fn warned_mutation(d: &Seen) -> &str {
     match d {
-        Decision::Mutate {
+        Seen::Mutate {
             explanation,
             warn: true,
             ..
@@ -286,9 +349,9 @@ fn warned_mutation(d: &Decision) -> &str {
     }
 }
 
-fn leave_text(d: &Decision) -> &str {
+fn leave_text(d: &Seen) -> &str {
     match d {
-        Decision::Unchanged {
+        Seen::Unchanged {
             explanation,
             warn: true,
             object: None,
@@ -318,7 +381,7 @@ fn a_kata_master_is_reported_with_its_taint() {
     let cluster = FakeCluster::new(vec![master, worker("worker-1"), worker("worker-2")]);
     assert!(matches!(
         decide_payload(&pod_request(master_pinned_spec()), &cluster),
-        Decision::Mutate { .. }
+        Seen::Mutate { .. }
     ));
     let spec =
         json!({"containers": containers(), "nodeSelector": {"node-role.kubernetes.io/master": ""}});
@@ -338,7 +401,7 @@ fn mutation_adds_only_runtime_class_name() {
         &request("Pod", "", "CREATE", object.clone(), json!({})),
         &seed_cluster(),
     );
-    let Decision::Mutate { object: out, .. } = d else {
+    let Seen::Mutate { object: out, .. } = d else {
         panic!("{d:?}")
     };
     let mut expected = object;
@@ -411,7 +474,7 @@ fn skips_are_decided_before_asking_the_cluster() {
     for (payload, want, want_warn) in cases {
         let cluster = seed_cluster();
         match decide_payload(&payload, &cluster) {
-            Decision::Unchanged {
+            Seen::Unchanged {
                 explanation,
                 warn,
                 object: None,
@@ -439,7 +502,7 @@ fn host_namespaces_can_be_allowed() {
     );
     assert!(matches!(
         decide_payload(&payload, &seed_cluster()),
-        Decision::Mutate { .. }
+        Seen::Mutate { .. }
     ));
 }
 
@@ -465,8 +528,8 @@ fn allowed_runtime_classes() {
         );
         d
     };
-    let rejected = |d: &Decision| match d {
-        Decision::Reject { explanation, .. } => explanation.clone(),
+    let rejected = |d: &Seen| match d {
+        Seen::Reject { explanation, .. } => explanation.clone(),
         other => panic!("expected a rejection, got {other:?}"),
     };
     let none = json!({});
@@ -485,7 +548,7 @@ fn allowed_runtime_classes() {
     // The policy's own class is always allowed, without a warning.
     assert!(matches!(
         decide_with("kata", list.clone(), none.clone()),
-        Decision::Unchanged { warn: false, .. }
+        Seen::Unchanged { warn: false, .. }
     ));
     // []: only the policy's own class.
     let empty = json!({"allowedRuntimeClasses": []});
@@ -528,7 +591,7 @@ fn restrict_runtime_classes() {
         )
     };
     let refused = |class: &str, settings: Value| match decide_with(class, settings) {
-        Decision::Reject { explanation, code } => {
+        Seen::Reject { explanation, code } => {
             assert_eq!(code, None);
             explanation
         }
@@ -545,7 +608,7 @@ fn restrict_runtime_classes() {
         );
         assert!(matches!(
             decide_with("kata", on),
-            Decision::Unchanged { warn: false, .. }
+            Seen::Unchanged { warn: false, .. }
         ));
     }
     let listed = json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": ["gvisor"]});
@@ -571,7 +634,7 @@ fn restrict_runtime_classes() {
     );
     assert_eq!(
         d,
-        Decision::Reject {
+        Seen::Reject {
             explanation: "invalid policy settings: restrictRuntimeClasses: false contradicts \
                 allowedRuntimeClasses [\"gvisor\"]: set restrictRuntimeClasses: true, or remove the list"
                 .into(),
@@ -776,7 +839,7 @@ fn missing_runtime_class_follows_no_feasible_node() {
     );
     assert!(matches!(
         decide_payload(&strict, &seed_cluster().with_class(None)),
-        Decision::Reject { code: None, .. }
+        Seen::Reject { code: None, .. }
     ));
 }
 
@@ -794,7 +857,7 @@ fn runtime_class_scheduling_is_merged_before_filtering() {
     let cluster = FakeCluster::new(vec![tainted.clone()]).with_class(Some(class.clone()));
     assert!(matches!(
         decide_payload(&pod_request(json!({"containers": containers()})), &cluster),
-        Decision::Mutate { .. }
+        Seen::Mutate { .. }
     ));
     let without = FakeCluster::new(vec![tainted]);
     assert!(
@@ -874,7 +937,7 @@ fn lookup_failures_follow_lookup_failure() {
         message: "timeout".into(),
     });
     match decide_payload(&strict, &cluster) {
-        Decision::Reject {
+        Seen::Reject {
             explanation,
             code: None,
         } => {
@@ -891,7 +954,7 @@ fn lookup_failures_follow_lookup_failure() {
         cluster.nodes = Ok(bad.to_vec());
         let d = decide_payload(&strict, &cluster);
         assert!(
-            matches!(&d, Decision::Reject { explanation, .. } if explanation.contains("not a valid NodeList")),
+            matches!(&d, Seen::Reject { explanation, .. } if explanation.contains("not a valid NodeList")),
             "{d:?}"
         );
     }
@@ -900,7 +963,7 @@ fn lookup_failures_follow_lookup_failure() {
     ));
     assert!(matches!(
         decide_payload(&strict, &wrong_kind),
-        Decision::Reject { .. }
+        Seen::Reject { .. }
     ));
     // Lenient settings leave the pod alone instead.
     let lenient = pod_request(json!({}));
@@ -921,7 +984,7 @@ fn no_feasible_node_reject_refuses_with_the_same_explanation() {
         json!({"noFeasibleNode": "reject"}),
     );
     match decide_payload(&payload, &seed_cluster()) {
-        Decision::Reject {
+        Seen::Reject {
             explanation,
             code: None,
         } => assert!(explanation.contains("0/2 kata nodes can run this pod")),
@@ -937,7 +1000,7 @@ fn daemonset_pods_are_pinned_by_match_fields() {
     };
     assert!(matches!(
         decide_payload(&pod_request(pinned_to("worker-2")), &seed_cluster()),
-        Decision::Mutate { .. }
+        Seen::Mutate { .. }
     ));
     let mut cluster = seed_cluster();
     cluster.all_nodes = vec![master()];
@@ -968,7 +1031,7 @@ fn node_name_pods_are_judged_on_their_node_only() {
     let bound = |name: &str| pod_request(json!({"containers": containers(), "nodeName": name}));
     assert!(matches!(
         decide_payload(&bound("worker-1"), &seed_cluster()),
-        Decision::Mutate { .. }
+        Seen::Mutate { .. }
     ));
     let mut cluster = seed_cluster();
     cluster.all_nodes = vec![master()];
@@ -992,7 +1055,7 @@ fn node_name_pods_are_judged_on_their_node_only() {
     let cluster = FakeCluster::new(vec![cordoned.clone()]);
     assert!(matches!(
         decide_payload(&bound("worker-1"), &cluster),
-        Decision::Mutate { .. }
+        Seen::Mutate { .. }
     ));
     // ... but the scheduler would not place an unbound pod there.
     assert!(
@@ -1083,7 +1146,7 @@ fn malformed_input_is_refused_not_panicked_on() {
     ];
     for (payload, want) in cases {
         match decide_payload(&payload, &seed_cluster()) {
-            Decision::Reject {
+            Seen::Reject {
                 explanation,
                 code: Some(400),
             } => assert!(explanation.contains(want), "{explanation}"),
@@ -1269,7 +1332,7 @@ fn quantities_that_do_not_parse() {
     // In the pod: refused with 400 (the API server never sends one).
     let spec = json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]});
     match decide_payload(&pod_request(spec), &seed_cluster()) {
-        Decision::Reject {
+        Seen::Reject {
             explanation,
             code: Some(400),
         } => assert_eq!(
@@ -1381,7 +1444,7 @@ fn a_denied_list_or_watch_fails_fast_without_listing() {
         &cluster,
     );
     assert!(
-        matches!(d, Decision::Reject { code: None, ref explanation } if explanation.contains("may not watch nodes")),
+        matches!(d, Seen::Reject { code: None, ref explanation } if explanation.contains("may not watch nodes")),
         "{d:?}"
     );
 }
@@ -1561,7 +1624,7 @@ fn a_missing_claim_is_the_no_feasible_node_outcome() {
         &with_settings(claim_spec(), json!({"noFeasibleNode": "reject"})),
         &FakeCluster::new(vec![worker("worker-1")]),
     );
-    assert!(matches!(d, Decision::Reject { code: None, .. }), "{d:?}");
+    assert!(matches!(d, Seen::Reject { code: None, .. }), "{d:?}");
 }
 
 #[test]

@@ -23,7 +23,7 @@ fn a_pod_kata_cannot_run_is_refused_with_every_finding_and_no_host_call() {
     let d = decide_payload(&with_settings(spec, reject()), &cluster);
     assert_eq!(
         d,
-        Decision::Reject {
+        Seen::Reject {
             explanation: "kata runtime required (incompatiblePod: reject), and not assigned: the pod sets \
                 hostUsers: false (a user namespace), which the Kata runtime handler does not support: the kubelet \
                 would not start it (skipPodsUsing: userNamespaces); container \"agent\" mounts host socket \
@@ -73,16 +73,13 @@ fn mirror_pods_and_allowed_classes_are_never_refused_for_a_finding() {
     // Its own class: admitted quietly, as before.
     named["runtimeClassName"] = json!("kata");
     let d = decide_payload(&with_settings(named, reject()), &seed_cluster());
-    assert!(
-        matches!(d, Decision::Unchanged { warn: false, .. }),
-        "{d:?}"
-    );
+    assert!(matches!(d, Seen::Unchanged { warn: false, .. }), "{d:?}");
 }
 
 #[test]
 fn the_refusal_survives_the_warning_cut() {
-    let d = decide_payload(&with_settings(docker_agent(), reject()), &seed_cluster());
-    let rendered: Value = serde_json::from_slice(&crate::response::render(d)).unwrap();
+    let out = validate(&with_settings(docker_agent(), reject()), &seed_cluster());
+    let rendered: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(rendered["accepted"], false);
     assert_eq!(rendered["audit_annotations"]["decision"], "rejected");
     let warning = rendered["warnings"][0].as_str().unwrap();

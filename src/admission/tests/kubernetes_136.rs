@@ -50,7 +50,7 @@ fn a_strict_pod_gets_kata_where_a_kata_node_supports_it() {
     let cluster = FakeCluster::new(vec![kata_node("kata-1", supports_strict())]);
     let d = decide_payload(&pod_request(strict_spec()), &cluster);
     assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
-    assert!(matches!(d, Decision::Mutate { warn: false, .. }));
+    assert!(matches!(d, Seen::Mutate { warn: false, .. }));
     // One of two: Kata, naming the node the kubelet would refuse it on.
     let partial = FakeCluster::new(vec![
         kata_node("kata-old", None),
@@ -70,13 +70,10 @@ fn merge_or_no_policy_asks_nothing_and_keeps_the_plain_query() {
         let spec = json!({"containers": containers(),
             "securityContext": {"supplementalGroupsPolicy": policy}});
         let d = decide_payload(&pod_request(spec), &cluster);
-        assert!(
-            matches!(d, Decision::Mutate { warn: false, .. }),
-            "{policy}"
-        );
+        assert!(matches!(d, Seen::Mutate { warn: false, .. }), "{policy}");
     }
     let d = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
-    assert!(matches!(d, Decision::Mutate { warn: false, .. }));
+    assert!(matches!(d, Seen::Mutate { warn: false, .. }));
     assert!(
         cluster
             .masks
@@ -105,7 +102,7 @@ fn strict_is_checked_whatever_runtime_handler_check_says() {
     );
     assert!(matches!(
         decide_payload(&plain_off, &cluster),
-        Decision::Mutate { .. }
+        Seen::Mutate { .. }
     ));
     assert_eq!(cluster.masks.borrow().last(), Some(&NodeMasks::Plain));
 }
@@ -126,7 +123,7 @@ fn strict_applies_on_the_pinned_path() {
     bound["nodeName"] = json!("kata-new");
     assert!(matches!(
         decide_payload(&pod_request(bound), &cluster),
-        Decision::Mutate { warn: false, .. }
+        Seen::Mutate { warn: false, .. }
     ));
     assert!(
         cluster
@@ -217,10 +214,22 @@ fn gated_spec(gates: &[&str]) -> Value {
     json!({"containers": containers(), "schedulingGates": gates})
 }
 
-/// The warnings the API server would show for `d`.
-fn warnings(d: Decision) -> Vec<String> {
-    let v: Value = serde_json::from_slice(&crate::response::render(d)).unwrap();
-    serde_json::from_value(v["warnings"].clone()).unwrap_or_default()
+/// The response policy-server sends for `payload`.
+fn response(payload: &[u8], cluster: &FakeCluster) -> Value {
+    serde_json::from_slice(&validate(payload, cluster)).unwrap()
+}
+
+/// The warnings the API server would show for `payload`.
+fn warnings(payload: &[u8], cluster: &FakeCluster) -> Vec<String> {
+    serde_json::from_value(response(payload, cluster)["warnings"].clone()).unwrap_or_default()
+}
+
+/// The audit annotation's reason for `payload`.
+fn audit_reason(payload: &[u8], cluster: &FakeCluster) -> String {
+    response(payload, cluster)["audit_annotations"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 const GATE_NOTE: &str = "the pod has schedulingGates (\"kueue.x-k8s.io/admission\"): node constraints added before \
@@ -228,24 +237,20 @@ const GATE_NOTE: &str = "the pod has schedulingGates (\"kueue.x-k8s.io/admission
 
 #[test]
 fn a_gated_pod_given_kata_is_warned_that_later_constraints_are_not_checked() {
-    let d = decide_payload(
-        &pod_request(gated_spec(&["kueue.x-k8s.io/admission"])),
-        &seed_cluster(),
-    );
+    let payload = pod_request(gated_spec(&["kueue.x-k8s.io/admission"]));
+    let d = decide_payload(&payload, &seed_cluster());
     assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
     assert_eq!(
-        d.reason(),
+        audit_reason(&payload, &seed_cluster()),
         format!("runtimeClassName \"kata\" assigned: a kata node can run this pod; {GATE_NOTE}")
     );
     // The note alone is the warning: the assignment itself needs none.
-    assert_eq!(warnings(d), [GATE_NOTE]);
+    assert_eq!(warnings(&payload, &seed_cluster()), [GATE_NOTE]);
     // Many gates: three named, the rest counted.
-    let d = decide_payload(
-        &pod_request(gated_spec(&["a", "b", "c", "d", "e"])),
-        &seed_cluster(),
-    );
+    let payload = pod_request(gated_spec(&["a", "b", "c", "d", "e"]));
     assert!(
-        warnings(d)[0].starts_with("the pod has schedulingGates (\"a\", \"b\", \"c\", and 2 more)")
+        warnings(&payload, &seed_cluster())[0]
+            .starts_with("the pod has schedulingGates (\"a\", \"b\", \"c\", and 2 more)")
     );
 }
 
@@ -263,43 +268,39 @@ fn gates_change_neither_the_decision_nor_an_ungated_pod() {
     assert!(!leave_text(&d).contains("schedulingGates"));
     // No gates, or an empty list: no warning.
     for spec in [gated_spec(&[]), json!({"containers": containers()})] {
-        let d = decide_payload(&pod_request(spec), &seed_cluster());
+        let payload = pod_request(spec);
+        let d = decide_payload(&payload, &seed_cluster());
         assert!(matches!(
             d,
-            Decision::Mutate {
+            Seen::Mutate {
                 warn: false,
                 note: None,
                 ..
             }
         ));
-        assert!(warnings(d).is_empty());
+        assert!(warnings(&payload, &seed_cluster()).is_empty());
     }
     // With broken nodes too: two warnings, so that the long one about the
     // nodes never cuts the note off.
     let mut broken = worker("k3s");
     broken["status"] = json!({"runtimeHandlers": [{"name": "runc"}]});
     let cluster = FakeCluster::new(vec![broken, kata_node("kata-1", None)]);
-    let d = decide_payload(
-        &pod_request(gated_spec(&["kueue.x-k8s.io/admission"])),
-        &cluster,
-    );
-    let shown = warnings(d.clone());
+    let payload = pod_request(gated_spec(&["kueue.x-k8s.io/admission"]));
+    let shown = warnings(&payload, &cluster);
     assert_eq!(shown.len(), 2, "{shown:?}");
     assert!(shown[0].starts_with("kata runtime assigned, but 1 of 2 kata nodes"));
     assert_eq!(shown[1], GATE_NOTE);
-    assert!(d.reason().ends_with(GATE_NOTE));
+    assert!(audit_reason(&payload, &cluster).ends_with(GATE_NOTE));
 }
 
 #[test]
 fn the_gate_note_is_in_the_annotation_and_the_audit_reason() {
-    let d = decide_payload(
-        &with_settings(
-            gated_spec(&["kueue.x-k8s.io/admission"]),
-            json!({"annotateDecision": true}),
-        ),
-        &seed_cluster(),
+    let payload = with_settings(
+        gated_spec(&["kueue.x-k8s.io/admission"]),
+        json!({"annotateDecision": true}),
     );
-    let Decision::Mutate { object, .. } = &d else {
+    let d = decide_payload(&payload, &seed_cluster());
+    let Seen::Mutate { object, .. } = &d else {
         panic!("{d:?}")
     };
     let pod: Value = serde_json::from_str(object).unwrap();
@@ -311,7 +312,7 @@ fn the_gate_note_is_in_the_annotation_and_the_audit_reason() {
             && note.contains("schedulingGates (\"kueue.x-k8s.io/admission\")"),
         "{note}"
     );
-    let rendered: Value = serde_json::from_slice(&crate::response::render(d)).unwrap();
+    let rendered = response(&payload, &seed_cluster());
     assert!(
         rendered["audit_annotations"]["reason"]
             .as_str()
@@ -347,7 +348,7 @@ fn hostile_shapes_are_refused_as_invalid_pods_never_trapped() {
         let cluster = seed_cluster();
         let d = decide_payload(&pod_request(spec.clone()), &cluster);
         assert!(
-            matches!(&d, Decision::Reject { explanation, code: Some(400) }
+            matches!(&d, Seen::Reject { explanation, code: Some(400) }
                 if explanation.starts_with("the object is not a valid Pod: ")),
             "{field}: {d:?}"
         );
@@ -359,6 +360,6 @@ fn hostile_shapes_are_refused_as_invalid_pods_never_trapped() {
         "securityContext": {"supplementalGroupsPolicy": 5}}]});
     assert!(matches!(
         decide_payload(&pod_request(odd), &seed_cluster()),
-        Decision::Mutate { .. }
+        Seen::Mutate { .. }
     ));
 }

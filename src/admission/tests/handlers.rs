@@ -65,7 +65,7 @@ fn a_labelled_node_whose_runtime_never_loaded_kata_does_not_count() {
     );
     assert!(matches!(
         decide_payload(&strict, &cluster),
-        Decision::Reject { explanation, code: None } if explanation.ends_with("do not report runtime handler \"kata-qemu\"")
+        Seen::Reject { explanation, code: None } if explanation.ends_with("do not report runtime handler \"kata-qemu\"")
     ));
 }
 
@@ -78,7 +78,7 @@ fn off_reads_no_handler_and_trusts_the_label_as_before() {
     );
     let d = decide_payload(&off, &cluster);
     assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
-    assert!(matches!(d, Decision::Mutate { warn: false, .. }));
+    assert!(matches!(d, Seen::Mutate { warn: false, .. }));
     assert_eq!(*cluster.masks.borrow(), [NodeMasks::Plain]);
 }
 
@@ -94,7 +94,7 @@ fn the_handler_is_compared_not_the_class_name() {
     let good = qemu_cluster(vec![reporting("w", Some(kata_deploy_handlers(false)))]);
     assert!(matches!(
         decide_payload(&plain(), &good),
-        Decision::Mutate { warn: false, .. }
+        Seen::Mutate { warn: false, .. }
     ));
 }
 
@@ -103,7 +103,7 @@ fn a_node_that_reports_nothing_counts_by_its_label_unless_required() {
     let cluster = qemu_cluster(vec![reporting("old-kubelet", None)]);
     assert!(matches!(
         decide_payload(&plain(), &cluster),
-        Decision::Mutate { warn: false, .. }
+        Seen::Mutate { warn: false, .. }
     ));
     let required = with_settings(
         json!({"containers": containers()}),
@@ -144,7 +144,7 @@ fn broken_nodes_the_pod_could_never_land_on_are_not_named() {
     ]);
     assert!(matches!(
         decide_payload(&plain(), &cluster),
-        Decision::Mutate { warn: false, .. }
+        Seen::Mutate { warn: false, .. }
     ));
 }
 
@@ -217,7 +217,7 @@ fn user_namespaces_need_the_handler_to_report_them() {
     let with = qemu_cluster(vec![reporting("w", Some(kata_deploy_handlers(true)))]);
     assert!(matches!(
         decide_payload(&userns_pod(), &with),
-        Decision::Mutate { warn: false, .. }
+        Seen::Mutate { warn: false, .. }
     ));
     // The kubelet refuses when the node reports nothing, even in auto.
     let silent = qemu_cluster(vec![reporting("w", None)]);
@@ -257,7 +257,7 @@ fn recursive_read_only_mounts_need_the_handler_to_report_them() {
     for mode in ["IfPossible", "Disabled"] {
         assert!(matches!(
             decide_payload(&read_only_pod(mode), &cluster),
-            Decision::Mutate { warn: false, .. }
+            Seen::Mutate { warn: false, .. }
         ));
     }
     assert_eq!(
@@ -294,7 +294,7 @@ fn pinned_pods_follow_the_same_rules_on_their_node() {
     );
     assert!(matches!(
         decide_payload(&daemon("kata-good"), &cluster),
-        Decision::Mutate { warn: false, .. }
+        Seen::Mutate { warn: false, .. }
     ));
     // A pod that may land on either (matchFields takes one value per term,
     // as upstream: terms are ORed): Kata, with the warning.
@@ -338,14 +338,14 @@ fn hostile_handler_lists_never_trap_and_never_vouch_for_a_node() {
         );
         let strict = decide_payload(&required, &cluster);
         assert!(
-            matches!(strict, Decision::Unchanged { .. }),
+            matches!(strict, Seen::Unchanged { .. }),
             "{shape}: required never trusts a malformed report: {strict:?}"
         );
         // auto: a list of junk reports handlers (none is Kata's); anything
         // else reports nothing and the label decides.
         match shape.is_array() {
-            true => assert!(matches!(d, Decision::Unchanged { .. }), "{shape}: {d:?}"),
-            false => assert!(matches!(d, Decision::Mutate { .. }), "{shape}: {d:?}"),
+            true => assert!(matches!(d, Seen::Unchanged { .. }), "{shape}: {d:?}"),
+            false => assert!(matches!(d, Seen::Mutate { .. }), "{shape}: {d:?}"),
         }
     }
 }

@@ -6,11 +6,7 @@ use crate::annotation::{DECISION_ANNOTATION as KEY, MAX_VALUE_BYTES};
 
 /// The same request decided without and with `annotateDecision: true` on
 /// top of `settings`, each against a fresh cluster from `cluster`.
-fn off_and_on(
-    object: &Value,
-    settings: &Value,
-    cluster: impl Fn() -> FakeCluster,
-) -> (Decision, Decision) {
+fn off_and_on(object: &Value, settings: &Value, cluster: impl Fn() -> FakeCluster) -> (Seen, Seen) {
     let mut on = settings.clone();
     on["annotateDecision"] = json!(true);
     let off = decide_payload(
@@ -32,7 +28,7 @@ fn parsed(text: &str) -> Value {
 /// nothing else: same verdict, explanation and warning; for a mutation the
 /// same object plus the annotation; for an unchanged pod the request's
 /// object plus the annotation. `None`: `on` is `off` exactly.
-fn added_annotation(off: &Decision, on: &Decision, original: &Value) -> Option<String> {
+fn added_annotation(off: &Seen, on: &Seen, original: &Value) -> Option<String> {
     let with = |base: &Value, value: &Value| {
         let mut expected = base.clone();
         expected["metadata"]["annotations"][KEY] = value.clone();
@@ -40,13 +36,13 @@ fn added_annotation(off: &Decision, on: &Decision, original: &Value) -> Option<S
     };
     match (off, on) {
         (
-            Decision::Mutate {
+            Seen::Mutate {
                 object: before,
                 explanation: e1,
                 warn: w1,
                 note: n1,
             },
-            Decision::Mutate {
+            Seen::Mutate {
                 object: after,
                 explanation: e2,
                 warn: w2,
@@ -60,12 +56,12 @@ fn added_annotation(off: &Decision, on: &Decision, original: &Value) -> Option<S
             Some(value.as_str().expect("a string value").to_string())
         }
         (
-            Decision::Unchanged {
+            Seen::Unchanged {
                 explanation: e1,
                 warn: w1,
                 object: None,
             },
-            Decision::Unchanged {
+            Seen::Unchanged {
                 explanation: e2,
                 warn: w2,
                 object: Some(after),
@@ -149,9 +145,9 @@ fn mutated_unchanged_and_named_classes() {
         &json!({}),
         seed_cluster,
     );
-    assert!(matches!(pinned, Decision::Unchanged { warn: true, .. }));
+    assert!(matches!(pinned, Seen::Unchanged { warn: true, .. }));
     let (_, kata) = off_and_on(&pod(named(), with_class("kata")), &json!({}), seed_cluster);
-    assert!(matches!(kata, Decision::Unchanged { warn: false, .. }));
+    assert!(matches!(kata, Seen::Unchanged { warn: false, .. }));
 }
 
 #[test]
@@ -170,7 +166,7 @@ fn a_partial_cluster_is_annotated_with_its_warning() {
         "mutated: kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report \
          runtime handler \"kata\" (kata-broken): if the scheduler picks one, the pod will not start"
     );
-    assert!(matches!(on, Decision::Mutate { warn: true, .. }));
+    assert!(matches!(on, Seen::Mutate { warn: true, .. }));
 }
 
 /// Refusals, requests that are not evaluated, mirror pods and
@@ -228,12 +224,12 @@ fn no_annotation_where_there_is_nothing_to_annotate() {
         assert_eq!(off, on, "{object} {settings}");
         assert!(!matches!(
             on,
-            Decision::Unchanged {
+            Seen::Unchanged {
                 object: Some(_),
                 ..
             }
         ));
-        if let Decision::Mutate { object: out, .. } = &on {
+        if let Seen::Mutate { object: out, .. } = &on {
             assert_eq!(parsed(out)["metadata"]["annotations"].get(KEY), None);
         }
     }
@@ -254,7 +250,7 @@ fn no_annotation_where_there_is_nothing_to_annotate() {
             &seed_cluster(),
         );
         assert!(
-            matches!(&d, Decision::Unchanged { warn: false, object: None, explanation } if explanation.starts_with("not evaluated")),
+            matches!(&d, Seen::Unchanged { warn: false, object: None, explanation } if explanation.starts_with("not evaluated")),
             "{d:?}"
         );
     }
@@ -291,7 +287,7 @@ fn a_preset_decision_is_replaced() {
     let metadata = json!({"name": "p", "annotations": {KEY: "mutated: trust me", "team": "a"}});
     let object = pod(metadata, master_pinned_spec());
     let (off, on) = off_and_on(&object, &json!({}), seed_cluster);
-    let Decision::Unchanged {
+    let Seen::Unchanged {
         object: Some(out), ..
     } = &on
     else {
@@ -303,7 +299,7 @@ fn a_preset_decision_is_replaced() {
                "team": "a"})
     );
     // Without the setting the policy touches nothing, the preset included.
-    assert!(matches!(off, Decision::Unchanged { object: None, .. }));
+    assert!(matches!(off, Seen::Unchanged { object: None, .. }));
 }
 
 /// Many findings: the value keeps the first whole ones and counts the rest.
@@ -375,10 +371,10 @@ fn false_is_the_answer_of_no_setting() {
             let mut off = settings.clone();
             off["annotateDecision"] = json!(false);
             let render = |s: Value| {
-                crate::response::render(decide_payload(
+                validate(
                     &request("Pod", "", "CREATE", object.clone(), s),
                     &seed_cluster(),
-                ))
+                )
             };
             assert_eq!(render(settings.clone()), render(off), "{object} {settings}");
         }

@@ -1,0 +1,114 @@
+//! One admission, start to end: the payload read (the request and the
+//! settings, parsed once), the decision, what is done with it (the
+//! mutation, then the decision annotation), and the response. The
+//! decision only decides; the steps that report on it live here and after.
+
+use crate::annotation;
+use crate::cluster::Cluster;
+use crate::decision::{self, Decision, Unchanged};
+use crate::mutation;
+use crate::pod::PodFacts;
+use crate::request::{self, AdmissionRequest};
+use crate::response;
+use crate::settings::Settings;
+
+/// A decision with what the later steps made of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    pub decision: Decision,
+    /// The object to admit when it is not the request's: the pod with its
+    /// class (and the annotation), or only the annotation added.
+    pub object: Option<String>,
+    /// Said in the audit reason after the decision's own reason: the
+    /// decision annotation left out, and why.
+    pub audit_note: Option<String>,
+}
+
+impl Admission {
+    /// A decision that changes nothing in the object.
+    pub fn of(decision: Decision) -> Self {
+        Admission {
+            decision,
+            object: None,
+            audit_note: None,
+        }
+    }
+}
+
+/// The `validate` call: a raw payload to the response's JSON.
+pub fn validate(payload: &[u8], cluster: &impl Cluster) -> Vec<u8> {
+    response::render(&review(payload, cluster))
+}
+
+/// The admission of a raw `validate` payload. Malformed input is refused
+/// with 400.
+pub fn review(payload: &[u8], cluster: &impl Cluster) -> Admission {
+    let payload = match request::parse(payload) {
+        Ok(payload) => payload,
+        Err(e) => return Admission::of(Decision::bad_request(e)),
+    };
+    let settings = match payload
+        .settings
+        .map(|raw| Settings::from_json(raw.get().as_bytes()))
+    {
+        None => Settings::default(),
+        Some(Ok(settings)) => settings,
+        Some(Err(e)) => {
+            return Admission::of(Decision::bad_request(format!(
+                "invalid policy settings: {e}"
+            )));
+        }
+    };
+    review_request(&payload.request, &settings, cluster)
+}
+
+/// The admission of a read request under read settings.
+pub fn review_request(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &impl Cluster,
+) -> Admission {
+    if !request.is_pod_create() {
+        return Admission::of(Decision::Unchanged(Unchanged::NotEvaluated(
+            request.describe(),
+        )));
+    }
+    let Some(object) = request.object.map(|o| o.get()) else {
+        return Admission::of(Decision::bad_request(
+            "the Pod CREATE request has no object",
+        ));
+    };
+    let pod = match PodFacts::from_json(object) {
+        Ok(pod) => pod,
+        Err(e) => return Admission::of(Decision::bad_request(e)),
+    };
+    let admission = applied(decision::decide(&pod, request, settings, cluster), object);
+    // Annotated: every pod the policy judged. Not a mirror pod (its object
+    // is the kubelet's copy of a static pod, which the policy never
+    // changes), nor a pod with runtimeClassName "" (left for the API server
+    // to refuse).
+    let judged = !pod.is_mirror && pod.runtime_class_name.as_deref() != Some("");
+    if settings.annotate_decision && judged {
+        annotation::annotate(admission, object)
+    } else {
+        admission
+    }
+}
+
+/// The decision applied to the request's raw `object`: the class added to
+/// the pod, every other byte kept.
+fn applied(decision: Decision, object: &str) -> Admission {
+    let Decision::Mutate { class, .. } = &decision else {
+        return Admission::of(decision);
+    };
+    match mutation::set_runtime_class(object, class) {
+        Ok(mutated) => Admission {
+            object: Some(mutated),
+            ..Admission::of(decision)
+        },
+        Err(e) => Admission::of(Decision::bad_request(format!("cannot mutate the Pod: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

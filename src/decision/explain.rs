@@ -1,0 +1,147 @@
+//! The words of a decision: the explanation (the warning, the refusal's
+//! message), the note of a gated pod, and the reasons the decision
+//! annotation bounds. Made from the decision's data, never cut from text.
+
+use super::{Decision, Reasons, Refusal, Unchanged};
+
+/// How every explanation of a pod left without Kata for a reason starts.
+pub const NOT_ASSIGNED: &str = "kata runtime not assigned: ";
+
+/// How many gates the note names; the rest are counted.
+const GATES_NAMED: usize = 3;
+
+impl Reasons {
+    /// The reasons as one sentence.
+    pub fn joined(&self) -> String {
+        self.0.join("; ")
+    }
+}
+
+impl Decision {
+    /// What the user reads: the warning of an admitted pod (when
+    /// [`warns`](Self::warns)), the message of a refusal.
+    pub fn explanation(&self) -> String {
+        match self {
+            Decision::Mutate { .. } => self.reasons().0.swap_remove(0),
+            Decision::Unchanged(Unchanged::NotEvaluated(request)) => {
+                format!("not evaluated: the policy acts on Pod CREATE only, this is {request}")
+            }
+            Decision::Unchanged(Unchanged::EmptyClassName) => {
+                "runtimeClassName is \"\", which the API server refuses (a RuntimeClass name is a \
+                 DNS subdomain); left unchanged: remove the field to let the policy decide"
+                    .into()
+            }
+            Decision::Unchanged(Unchanged::NamedClass { class, .. }) => {
+                format!("pod already sets runtimeClassName {class:?}; left unchanged")
+            }
+            Decision::Unchanged(Unchanged::NotAssigned(reasons))
+            | Decision::Reject(Refusal::NotAssigned(reasons)) => {
+                format!("{NOT_ASSIGNED}{}", reasons.joined())
+            }
+            Decision::Reject(Refusal::BadRequest(why) | Refusal::Internal(why)) => why.clone(),
+            Decision::Reject(Refusal::NotAllowed { class, allowed }) => format!(
+                "runtimeClassName {class:?} is not allowed (allowedRuntimeClasses: {})",
+                allowed.join(", ")
+            ),
+            Decision::Reject(Refusal::KataRequired(reasons)) => format!(
+                "kata runtime required (incompatiblePod: reject), and not assigned: {}",
+                reasons.joined()
+            ),
+        }
+    }
+
+    /// Whether an admitted pod's explanation is a warning: every pod left
+    /// without Kata that the policy judged, and Kata given with nodes that
+    /// cannot start the pod. A refusal's explanation is its message.
+    pub fn warns(&self) -> bool {
+        match self {
+            Decision::Mutate { broken, .. } => broken.is_some(),
+            Decision::Unchanged(Unchanged::NotEvaluated(_)) => false,
+            // A pod that already asked for our class has Kata.
+            Decision::Unchanged(Unchanged::NamedClass { ours, .. }) => !ours,
+            Decision::Unchanged(_) => true,
+            Decision::Reject(_) => true,
+        }
+    }
+
+    /// A second warning, of its own so that neither cuts the other: a gated
+    /// pod given Kata. While it is gated, its `nodeSelector` and required
+    /// node affinity may still be narrowed (Kueue injects its
+    /// ResourceFlavor's `nodeLabels` when it ungates the pod), and
+    /// `runtimeClassName` cannot change after creation.
+    pub fn note(&self) -> Option<String> {
+        let Decision::Mutate { gates, .. } = self else {
+            return None;
+        };
+        if gates.is_empty() {
+            return None;
+        }
+        let mut named: Vec<String> = (gates.iter().take(GATES_NAMED))
+            .map(|g| format!("{g:?}"))
+            .collect();
+        if gates.len() > GATES_NAMED {
+            named.push(format!("and {} more", gates.len() - GATES_NAMED));
+        }
+        Some(format!(
+            "the pod has schedulingGates ({}): node constraints added before it is ungated are not checked, \
+             and it stays Pending if they exclude every kata node",
+            named.join(", ")
+        ))
+    }
+
+    /// `mutated`, `unchanged` or `rejected`: the audit annotation's verdict.
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Decision::Mutate { .. } => "mutated",
+            Decision::Unchanged(_) => "unchanged",
+            Decision::Reject(_) => "rejected",
+        }
+    }
+
+    /// The HTTP code of a refusal, when it is not the default.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            Decision::Reject(Refusal::BadRequest(_)) => Some(400),
+            Decision::Reject(Refusal::Internal(_)) => Some(500),
+            _ => None,
+        }
+    }
+
+    /// The whole reason as whole pieces, without the verdict's words ("kata
+    /// runtime not assigned", "left unchanged"): for a mutation the
+    /// assignment then the note, for a pod left without Kata its findings.
+    pub fn reasons(&self) -> Reasons {
+        match self {
+            Decision::Mutate { class, broken, .. } => {
+                let assigned = match broken {
+                    // Names no node and no count: without broken nodes the
+                    // search may stop at the first fit, and the host's list
+                    // order is not stable.
+                    None => {
+                        format!("runtimeClassName {class:?} assigned: a kata node can run this pod")
+                    }
+                    Some(broken) => format!(
+                        "kata runtime assigned, but {broken}: if the scheduler picks one, the pod will not start"
+                    ),
+                };
+                Reasons(std::iter::once(assigned).chain(self.note()).collect())
+            }
+            Decision::Unchanged(Unchanged::NamedClass { class, .. }) => {
+                Reasons::one(format!("pod already sets runtimeClassName {class:?}"))
+            }
+            Decision::Unchanged(Unchanged::NotAssigned(reasons))
+            | Decision::Reject(Refusal::NotAssigned(reasons) | Refusal::KataRequired(reasons)) => {
+                reasons.clone()
+            }
+            other => Reasons::one(other.explanation()),
+        }
+    }
+
+    /// The explanation, then the note: the audit annotation's reason.
+    pub fn reason(&self) -> String {
+        match self.note() {
+            Some(note) => format!("{}; {note}", self.explanation()),
+            None => self.explanation(),
+        }
+    }
+}
