@@ -211,13 +211,9 @@ fn constraints(
 ) -> Result<Constraints, NotAssigned> {
     let overhead =
         runtime_class::overhead(rc).map_err(|e| NotAssigned::new(Cause::LookupFailure, e))?;
-    let constraints = runtime_class::effective_constraints(
-        pod,
-        rc,
-        &overhead,
-        &settings.ignored().unwrap_or_default(),
-    )
-    .map_err(|conflict| NotAssigned::new(Cause::NoFeasibleNode, conflict))?;
+    let constraints =
+        runtime_class::effective_constraints(pod, rc, &overhead, &settings.ignored_resources)
+            .map_err(|conflict| NotAssigned::new(Cause::NoFeasibleNode, conflict))?;
     let constraints = with_volumes(constraints, pod, request, settings, cluster)?;
     Ok(constraints
         .with_handler(handler_needs(pod, &rc.handler, settings))

@@ -84,8 +84,8 @@ impl ResourceNames {
         Ok(set)
     }
 
+    /// Whether `name` is listed, or its domain is a listed group.
     pub fn contains(&self, name: &str) -> bool {
-        // Same rule as `entry_matches`, on the parsed entries.
         self.names.iter().any(|n| n == name)
             || name
                 .split_once('/')
@@ -94,16 +94,6 @@ impl ResourceNames {
 
     pub fn is_empty(&self) -> bool {
         self.names.is_empty() && self.groups.is_empty()
-    }
-}
-
-/// Whether one validated entry of a [`ResourceNames`] setting, a name or a
-/// `group/*`, covers `name`; for checks that run on every admission without
-/// building the set.
-pub fn entry_matches(entry: &str, name: &str) -> bool {
-    match entry.strip_suffix("/*") {
-        Some(group) => name.split_once('/').is_some_and(|(g, _)| g == group),
-        None => entry == name,
     }
 }
 

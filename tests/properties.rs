@@ -14,11 +14,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
+use kata_runtime_policy::admission::{Admission, review};
 use kata_runtime_policy::annotation::{DECISION_ANNOTATION, MAX_VALUE_BYTES};
 use kata_runtime_policy::cluster::{
     Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
 };
-use kata_runtime_policy::decision::{Decision, decide_payload};
+use kata_runtime_policy::decision::Decision;
 use kata_runtime_policy::incompatible::Feature;
 use kata_runtime_policy::node::{KeyFilter, parse_node};
 use kata_runtime_policy::pod::PodFacts;
@@ -101,12 +102,8 @@ fn without_features(nodes: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-fn verdict(d: &Decision) -> &'static str {
-    match d {
-        Decision::Mutate { .. } => "mutated",
-        Decision::Unchanged { .. } => "unchanged",
-        Decision::Reject { .. } => "rejected",
-    }
+fn verdict(a: &Admission) -> &'static str {
+    a.decision.verdict()
 }
 
 fn node(name: &'static str) -> impl Strategy<Value = Value> {
@@ -640,11 +637,11 @@ impl Cluster for Fake {
     }
 }
 
-fn decide(object: &Value, nodes: &[Value]) -> Decision {
+fn decide(object: &Value, nodes: &[Value]) -> Admission {
     decide_with(object, nodes, json!({}))
 }
 
-fn decide_with(object: &Value, nodes: &[Value], settings: Value) -> Decision {
+fn decide_with(object: &Value, nodes: &[Value], settings: Value) -> Admission {
     let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
         "operation": "CREATE", "object": object}, "settings": settings});
     let cluster = Fake {
@@ -652,7 +649,7 @@ fn decide_with(object: &Value, nodes: &[Value], settings: Value) -> Decision {
             .to_string()
             .into_bytes(),
     };
-    decide_payload(payload.to_string().as_bytes(), &cluster)
+    review(payload.to_string().as_bytes(), &cluster)
 }
 
 fn pod(spec: Value) -> Value {
@@ -912,8 +909,8 @@ proptest! {
         let mut more = nodes.clone();
         more.insert(at.index(nodes.len() + 1), extra);
         let after = decide(&pod(spec), &more);
-        if matches!(before, Decision::Mutate { .. }) {
-            prop_assert!(matches!(after, Decision::Mutate { .. }), "{:?}", after);
+        if matches!(before.decision, Decision::Mutate { .. }) {
+            prop_assert!(matches!(after.decision, Decision::Mutate { .. }), "{:?}", after);
         }
     }
 
@@ -935,7 +932,8 @@ proptest! {
         let after = decide_with(&object, &nodes, json!({"skipPodsUsing": enabled}));
         let named = format!("(skipPodsUsing: {feature})");
         match &after {
-            Decision::Unchanged { explanation, warn: true, object: None } => {
+            a if matches!(a.decision, Decision::Unchanged(_)) && a.decision.warns() && a.object.is_none() => {
+                let explanation = a.decision.explanation();
                 prop_assert!(explanation.contains(&named), "{how}: {explanation}");
             }
             other => prop_assert!(false, "{how} on a pod that was {before:?}: {other:?}"),
@@ -952,15 +950,16 @@ proptest! {
         let (how, feature) = how;
         let mut object = pod(spec);
         for settings in [json!({}), json!({"skipPodsUsing": [feature]})] {
-            let plain = render(decide_with(&object, &nodes, settings.clone()));
+            let plain = render(&decide_with(&object, &nodes, settings.clone()));
             let mut accept = settings.clone();
             accept["incompatiblePod"] = json!("accept");
-            prop_assert_eq!(&plain, &render(decide_with(&object, &nodes, accept)));
+            prop_assert_eq!(&plain, &render(&decide_with(&object, &nodes, accept)));
         }
         add_feature_use(&mut object, how, which);
         let settings = json!({"skipPodsUsing": [feature], "incompatiblePod": "reject"});
         match decide_with(&object, &nodes, settings) {
-            Decision::Reject { explanation, code: None } => {
+            a if matches!(a.decision, Decision::Reject(_)) && a.decision.code().is_none() => {
+                let explanation = a.decision.explanation();
                 let named = format!("(skipPodsUsing: {feature})");
                 prop_assert!(explanation.contains(&named), "{}", explanation);
             }
@@ -977,10 +976,8 @@ proptest! {
         let object = pod(spec);
         let mut privileged = object.clone();
         add_feature_use(&mut privileged, "privileged", which);
-        let verdict = |d: Decision| match d {
-            Decision::Mutate { explanation, warn, .. } => ("mutated", explanation, warn),
-            Decision::Unchanged { explanation, warn, .. } => ("unchanged", explanation, warn),
-            Decision::Reject { explanation, .. } => ("rejected", explanation, true),
+        let verdict = |a: Admission| {
+            (a.decision.verdict(), a.decision.explanation(), a.decision.warns())
         };
         prop_assert_eq!(verdict(decide(&object, &nodes)), verdict(decide(&privileged, &nodes)));
     }
@@ -1004,8 +1001,8 @@ proptest! {
             .saturating_add(kata_runtime_policy::quantity::Quantity::parse(more).unwrap());
         res["requests"][resource] = json!(format!("{}m", sum.milli_value()));
         let after = decide(&pod(bigger), &nodes);
-        if !matches!(before, Decision::Mutate { .. }) {
-            prop_assert!(!matches!(after, Decision::Mutate { .. }), "{:?} then {:?}", before, after);
+        if !matches!(before.decision, Decision::Mutate { .. }) {
+            prop_assert!(!matches!(after.decision, Decision::Mutate { .. }), "{:?} then {:?}", before, after);
         }
     }
 
@@ -1028,7 +1025,7 @@ proptest! {
         let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "operation": "CREATE", "object": pod(spec.clone())},
             "settings": {"kataNodeSelector": "katacontainers.io/kata-runtime"}});
-        let named = decide_payload(payload.to_string().as_bytes(), &cluster);
+        let named = review(payload.to_string().as_bytes(), &cluster);
         let list = cluster.list();
         let needs = HandlerNeeds {
             handler: "kata".into(),
@@ -1037,7 +1034,7 @@ proptest! {
         };
         let listed = constraints(&spec).with_handler(Some(needs)).find_feasible(&list);
         prop_assert_eq!(
-            matches!(named, Decision::Mutate { .. }),
+            matches!(named.decision, Decision::Mutate { .. }),
             matches!(listed, Ok(kata_runtime_policy::scheduling::Feasibility::Fits { .. })),
             "named {:?}, listed {:?}", named, listed
         );
@@ -1056,7 +1053,7 @@ proptest! {
             n
         }).collect();
         let d = decide_with(&pod(spec.clone()), &nodes, json!({"runtimeHandlerCheck": check}));
-        prop_assert!(!matches!(d, Decision::Mutate { .. }), "{:?}", d);
+        prop_assert!(!matches!(d.decision, Decision::Mutate { .. }), "{:?}", d);
         // Off ignores the field: the decision is the one without it.
         let bare: Vec<Value> = nodes.iter().cloned().map(|mut n| {
             n["status"].as_object_mut().unwrap().remove("runtimeHandlers");
@@ -1079,8 +1076,8 @@ proptest! {
         let mut more = nodes.clone();
         more.insert(at.index(nodes.len() + 1), extra);
         let after = decide_with(&pod(spec), &more, settings);
-        if !matches!(before, Decision::Mutate { .. }) {
-            prop_assert!(!matches!(after, Decision::Mutate { .. }), "{:?} then {:?}", before, after);
+        if !matches!(before.decision, Decision::Mutate { .. }) {
+            prop_assert!(!matches!(after.decision, Decision::Mutate { .. }), "{:?} then {:?}", before, after);
         }
     }
 
@@ -1119,9 +1116,9 @@ proptest! {
         let with = |on: bool| {
             let mut settings = base.clone();
             settings["annotateDecision"] = json!(on);
-            render(decide_with(&object, &nodes, settings))
+            render(&decide_with(&object, &nodes, settings))
         };
-        let plain = render(decide_with(&object, &nodes, base.clone()));
+        let plain = render(&decide_with(&object, &nodes, base.clone()));
         let off = with(false);
         prop_assert_eq!(String::from_utf8_lossy(&off), String::from_utf8_lossy(&plain));
 
@@ -1172,7 +1169,8 @@ proptest! {
         object["spec"]["x-unknown"] = in_spec;
         object["metadata"]["x-meta"] = in_meta;
         let nodes = vec![json!({"metadata": {"name": "n0"}})];
-        let Decision::Mutate { object: out, .. } = decide(&object, &nodes) else {
+        let admission = decide(&object, &nodes);
+        let (Decision::Mutate { .. }, Some(out)) = (&admission.decision, admission.object) else {
             return Err(TestCaseError::fail("expected a mutation"));
         };
         // Both sides parsed from text, as the API server reads them (serde_json
@@ -1194,8 +1192,8 @@ proptest! {
         let settings = json!({"runtimeHandlerCheck": check});
         let before = decide_with(&pod(spec.clone()), &nodes, settings.clone());
         let after = decide_with(&pod(spec), &without_features(&nodes), settings);
-        prop_assert!(!matches!(after, Decision::Mutate { .. }), "{:?}", after);
-        if matches!(before, Decision::Mutate { .. }) {
+        prop_assert!(!matches!(after.decision, Decision::Mutate { .. }), "{:?}", after);
+        if matches!(before.decision, Decision::Mutate { .. }) {
             prop_assert!(
                 nodes.iter().any(|n| n["status"]["features"]["supplementalGroupsPolicy"] == json!(true)),
                 "mutated with no node supporting Strict: {:?}", before
@@ -1228,9 +1226,9 @@ proptest! {
         gated["schedulingGates"] = json!(gates.iter().map(|g| json!({"name": g})).collect::<Vec<_>>());
         let after = decide(&pod(gated), &nodes);
         prop_assert_eq!(verdict(&plain), verdict(&after));
-        if let Decision::Mutate { note, .. } = &after {
+        if matches!(after.decision, Decision::Mutate { .. }) {
             prop_assert!(
-                note.as_deref().is_some_and(|n| n.starts_with("the pod has schedulingGates")),
+                after.decision.note().as_deref().is_some_and(|n| n.starts_with("the pod has schedulingGates")),
                 "{:?}", after
             );
         }

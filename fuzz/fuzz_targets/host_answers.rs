@@ -6,9 +6,8 @@
 use std::ops::ControlFlow;
 
 use fuzz_support::{FakeCluster, check_response, node_oracle, split_at_nul, strict_json};
-use kata_runtime_policy::decision::decide_payload;
+use kata_runtime_policy::admission::validate;
 use kata_runtime_policy::node::{KeyFilter, scan_node_list};
-use kata_runtime_policy::response::render;
 use libfuzzer_sys::fuzz_target;
 
 /// test_data/pod-plain.json as a validate payload (the object only; the
@@ -37,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
     };
     for payload in [PLAIN, RICH, BOUND, STRICT_GATED] {
         check_response(
-            &render(decide_payload(payload.as_bytes(), &cluster)),
+            &validate(payload.as_bytes(), &cluster),
             &[runtime_class, nodes],
         );
     }

@@ -6,14 +6,15 @@ use fuzz_support::{
     FakeCluster, check_response, serde_json_reads, strict_json, strip_decision_annotation,
     strip_runtime_class,
 };
-use kata_runtime_policy::decision::{Decision, decide_payload};
+use kata_runtime_policy::admission::review;
+use kata_runtime_policy::decision::Decision;
 use kata_runtime_policy::response::render;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let decision = decide_payload(data, &FakeCluster::fixed());
+    let admission = review(data, &FakeCluster::fixed());
 
-    if let Decision::Mutate { object, .. } = &decision {
+    if let (Decision::Mutate { .. }, Some(object)) = (&admission.decision, &admission.object) {
         let mut mutated: serde_json::Value = match serde_json::from_str(object) {
             Ok(v) => v,
             Err(_) if !serde_json_reads(data) => return,
@@ -49,11 +50,7 @@ fuzz_target!(|data: &[u8]| {
 
     // annotateDecision on an unchanged pod: the request's object plus the
     // annotation, nothing else.
-    if let Decision::Unchanged {
-        object: Some(object),
-        ..
-    } = &decision
-    {
+    if let (Decision::Unchanged(_), Some(object)) = (&admission.decision, &admission.object) {
         let mut annotated: serde_json::Value = match serde_json::from_str(object) {
             Ok(v) => v,
             Err(_) if !serde_json_reads(data) => return,
@@ -76,5 +73,5 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    check_response(&render(decision), &[data]);
+    check_response(&render(&admission), &[data]);
 });

@@ -6,8 +6,7 @@
 #![no_main]
 
 use fuzz_support::{FakeCluster, RUNTIME_CLASS, check_response};
-use kata_runtime_policy::decision::decide_payload;
-use kata_runtime_policy::response::render;
+use kata_runtime_policy::admission::validate;
 use libfuzzer_sys::fuzz_target;
 
 const CLAIM: &str = r#"{"request":{"uid":"1","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","namespace":"default","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0","namespace":"default"},"spec":{"containers":[{"name":"c","image":"nginx"}],"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"data-web-0"}},{"name":"logs","persistentVolumeClaim":{"claimName":"logs-web-0"}}]}}},"settings":{}}"#;
@@ -24,6 +23,6 @@ fuzz_target!(|data: &[u8]| {
         volumes: volumes.clone(),
     };
     for payload in [CLAIM, EPHEMERAL, UNNAMED] {
-        check_response(&render(decide_payload(payload.as_bytes(), &cluster)), &volumes);
+        check_response(&validate(payload.as_bytes(), &cluster), &volumes);
     }
 });

@@ -7,7 +7,9 @@ use kata_runtime_policy::cluster::{
     Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
 };
 // What the node-reader oracle takes from its parent module.
-use kata_runtime_policy::node::{HandlerReport, KeyFilter, Node, Scan, Str, scan_node_list};
+use kata_runtime_policy::node::{
+    HandlerFeature, HandlerFeatures, HandlerReport, KeyFilter, Node, Scan, Str, scan_node_list,
+};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};

@@ -12,7 +12,6 @@
 
 use super::{Cause, NotAssigned, Reasons, lookup_failed};
 use crate::cluster::{Cluster, NodeMasks};
-use crate::labels;
 use crate::node::{KeyFilter, parse_node};
 use crate::scheduling::{Broken, Constraints, Feasibility, Tally};
 use crate::settings::Settings;
@@ -31,8 +30,7 @@ pub(super) fn judge(
             Err(e) => return Err(lookup_failed(&format!("cannot read node {name:?}"), &e)),
         }
     }
-    // Validated with the settings; were it not, it would select no node.
-    let selector = labels::parse_selector(&settings.kata_node_selector);
+    let selector = &settings.kata_node_selector;
     let mut tally = Tally::new(constraints);
     let mut absent = Vec::new();
     for (name, bytes) in &answers {
@@ -42,15 +40,10 @@ pub(super) fn judge(
         };
         let node = parse_node(bytes, KeyFilter::All)
             .map_err(|e| NotAssigned::new(Cause::LookupFailure, e))?;
-        let is_kata = selector.as_ref().is_ok_and(|requirements| {
-            requirements
-                .iter()
-                .all(|r| r.matches(|key| node.metadata.labels.get(key)))
-        });
-        if !is_kata {
+        if !selector.matches(|key| node.metadata.labels.get(key)) {
             absent.push(format!(
                 "{name:?} is not a kata node (it does not match kataNodeSelector {:?})",
-                settings.kata_node_selector
+                selector.text()
             ));
             continue;
         }

@@ -18,14 +18,16 @@ pub use facts::{Container, HostPath, Mount, ResourceClaim, RuntimeFacts, Securit
 pub use features::{Feature, FeatureSet};
 pub use paths::{clean, is_within};
 
+use crate::resources::ResourceNames;
+
 /// What the check is told by the settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Rules<'a> {
     pub features: FeatureSet,
     /// Cleaned absolute paths (`hostSocketPaths`).
     pub socket_paths: &'a [Cow<'static, str>],
-    /// `hostDeviceResources`, validated (names or `group/*`).
-    pub device_resources: &'a [Cow<'static, str>],
+    /// `hostDeviceResources` (names or `group/*`).
+    pub device_resources: &'a ResourceNames,
 }
 
 /// One use of a feature that Kata cannot provide.

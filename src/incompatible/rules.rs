@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use super::facts::*;
 use super::paths::is_within;
-use crate::resources::entry_matches;
+use crate::resources::ResourceNames;
 
 impl Container {
     /// `container "x"` or `init container "x"`, for messages.
@@ -168,11 +168,11 @@ pub(super) fn mount_propagation(pod: &RuntimeFacts, add: &mut impl FnMut(String)
 
 pub(super) fn device_resources(
     pod: &RuntimeFacts,
-    devices: &[Cow<'static, str>],
+    devices: &ResourceNames,
     add: &mut impl FnMut(String),
 ) {
     for c in &pod.containers {
-        let listed = |r: &&String| devices.iter().any(|d| entry_matches(d, r));
+        let listed = |r: &&String| devices.contains(r);
         for name in c.resources.iter().filter(listed) {
             add(format!(
                 "{} asks for {name}, a device plugin's host device that Kata does not pass into its VM (Kata passes VFIO devices)",
