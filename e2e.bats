@@ -1159,6 +1159,49 @@ annotated_patch() {
     "$(jq -cn --arg v "$PINNED_UNCHANGED" '[{op: "replace", path: "/metadata/annotations/kata-runtime-policy.kubewarden.io~1decision", value: $v}]')" ]
 }
 
+@test "annotateDecision: a \"; \" inside one finding never splits it" {
+  # One hostSockets finding, its path holding "; ", too long for the bound.
+  local dir
+  dir="/var/run/a; b/$(printf 'd%.0s' $(seq 1 450))"
+  jq --arg p "$dir/docker.sock" '.object.spec.volumes[0].hostPath.path = $p' test_data/pod-docker-agent.json \
+    >"$BATS_TEST_TMPDIR/semicolon.json"
+  kwctl_run "$BATS_TEST_TMPDIR/semicolon.json" "$(no_host_calls)" "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  decision_is unchanged
+  local value
+  value=$(jq -r .patch <<<"$response" | base64 -d | jq -r '.[0].value["kata-runtime-policy.kubewarden.io/decision"]')
+  [ "$(printf '%s' "$value" | wc -c)" -le 512 ]
+  [[ "$value" == "unchanged: hostPath volume \"docker\" (\"/var/run/a; b/ddd"* ]]
+  [[ "$value" == *... ]]
+  [[ "$value" != *"more"* ]]
+}
+
+@test "annotateDecision: a pod whose annotations would pass the API server's 256 KiB is admitted as without the setting" {
+  # Keys plus values: 262,144 bytes is the limit. Leave 40 bytes, less than
+  # the decision annotation needs (its key alone is 42 bytes).
+  local big
+  big=$(head -c $((262144 - 15 - 40)) /dev/zero | tr '\0' v)
+  jq -n --rawfile v <(printf '%s' "$big") '{"example.com/big": $v}' >"$BATS_TEST_TMPDIR/annotations.json"
+  jq --slurpfile a "$BATS_TEST_TMPDIR/annotations.json" '.object.metadata.annotations = $a[0]' test_data/pod-plain.json \
+    >"$BATS_TEST_TMPDIR/full.json"
+  kwctl_run "$BATS_TEST_TMPDIR/full.json" kata-workers.yml
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  kwctl_run "$BATS_TEST_TMPDIR/full.json" kata-workers.yml "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  decision_is mutated
+  no_warning
+  [[ "$(jq -r .auditAnnotations.reason <<<"$response")" == "$ASSIGNED; decision annotation omitted: the pod's annotations take 262104 bytes, and with it would take"*"over the API server's limit of 262144 bytes" ]]
+  # The same pod with room for it: annotated.
+  jq '.object.metadata.annotations["example.com/big"] |= .[0:200000]' "$BATS_TEST_TMPDIR/full.json" >"$BATS_TEST_TMPDIR/room.json"
+  kwctl_run "$BATS_TEST_TMPDIR/room.json" kata-workers.yml "$ANNOTATE"
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .patch <<<"$response" | base64 -d | jq -r '.[] | select(.path == "/metadata/annotations/kata-runtime-policy.kubewarden.io~1decision") | .value')" = "mutated: $ASSIGNED" ]
+  reason_is "$ASSIGNED"
+}
+
 @test "annotateDecision: refused pods, mirror pods, runtimeClassName \"\" and Deployments get no annotation" {
   local cases=(
     "pod-master-pinned.json|kata-workers.yml|{\"noFeasibleNode\":\"reject\"}"

@@ -10,30 +10,8 @@ use crate::mutation;
 use crate::pod::PodFacts;
 use crate::request::{self, AdmissionRequest};
 use crate::response;
+use crate::review::Review;
 use crate::settings::Settings;
-
-/// A decision with what the later steps made of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Admission {
-    pub decision: Decision,
-    /// The object to admit when it is not the request's: the pod with its
-    /// class (and the annotation), or only the annotation added.
-    pub object: Option<String>,
-    /// Said in the audit reason after the decision's own reason: the
-    /// decision annotation left out, and why.
-    pub audit_note: Option<String>,
-}
-
-impl Admission {
-    /// A decision that changes nothing in the object.
-    pub fn of(decision: Decision) -> Self {
-        Admission {
-            decision,
-            object: None,
-            audit_note: None,
-        }
-    }
-}
 
 /// The `validate` call: a raw payload to the response's JSON.
 pub fn validate(payload: &[u8], cluster: &impl Cluster) -> Vec<u8> {
@@ -42,10 +20,10 @@ pub fn validate(payload: &[u8], cluster: &impl Cluster) -> Vec<u8> {
 
 /// The admission of a raw `validate` payload. Malformed input is refused
 /// with 400.
-pub fn review(payload: &[u8], cluster: &impl Cluster) -> Admission {
+pub fn review(payload: &[u8], cluster: &impl Cluster) -> Review {
     let payload = match request::parse(payload) {
         Ok(payload) => payload,
-        Err(e) => return Admission::of(Decision::bad_request(e)),
+        Err(e) => return Review::of(Decision::bad_request(e)),
     };
     let settings = match payload
         .settings
@@ -54,7 +32,7 @@ pub fn review(payload: &[u8], cluster: &impl Cluster) -> Admission {
         None => Settings::default(),
         Some(Ok(settings)) => settings,
         Some(Err(e)) => {
-            return Admission::of(Decision::bad_request(format!(
+            return Review::of(Decision::bad_request(format!(
                 "invalid policy settings: {e}"
             )));
         }
@@ -67,20 +45,20 @@ pub fn review_request(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &impl Cluster,
-) -> Admission {
+) -> Review {
     if !request.is_pod_create() {
-        return Admission::of(Decision::Unchanged(Unchanged::NotEvaluated(
+        return Review::of(Decision::Unchanged(Unchanged::NotEvaluated(
             request.describe(),
         )));
     }
     let Some(object) = request.object.map(|o| o.get()) else {
-        return Admission::of(Decision::bad_request(
+        return Review::of(Decision::bad_request(
             "the Pod CREATE request has no object",
         ));
     };
     let pod = match PodFacts::from_json(object) {
         Ok(pod) => pod,
-        Err(e) => return Admission::of(Decision::bad_request(e)),
+        Err(e) => return Review::of(Decision::bad_request(e)),
     };
     let admission = applied(decision::decide(&pod, request, settings, cluster), object);
     // Annotated: every pod the policy judged. Not a mirror pod (its object
@@ -97,16 +75,16 @@ pub fn review_request(
 
 /// The decision applied to the request's raw `object`: the class added to
 /// the pod, every other byte kept.
-fn applied(decision: Decision, object: &str) -> Admission {
+fn applied(decision: Decision, object: &str) -> Review {
     let Decision::Mutate { class, .. } = &decision else {
-        return Admission::of(decision);
+        return Review::of(decision);
     };
     match mutation::set_runtime_class(object, class) {
-        Ok(mutated) => Admission {
+        Ok(mutated) => Review {
             object: Some(mutated),
-            ..Admission::of(decision)
+            ..Review::of(decision)
         },
-        Err(e) => Admission::of(Decision::bad_request(format!("cannot mutate the Pod: {e}"))),
+        Err(e) => Review::of(Decision::bad_request(format!("cannot mutate the Pod: {e}"))),
     }
 }
 

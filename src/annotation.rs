@@ -15,9 +15,9 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::admission::Admission;
 use crate::decision::{Decision, Reasons};
 use crate::mutation;
+use crate::review::Review;
 
 /// The annotation key on the pod.
 pub const DECISION_ANNOTATION: &str = "kata-runtime-policy.kubewarden.io/decision";
@@ -34,13 +34,13 @@ pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 /// or else the request's raw `object`). A refusal is returned as it is; a
 /// pod whose annotations would then exceed the API server's limit is
 /// admitted without it, and the audit reason says so.
-pub fn annotate(admission: Admission, object: &str) -> Admission {
+pub fn annotate(admission: Review, object: &str) -> Review {
     let Some(value) = value(&admission.decision) else {
         return admission;
     };
     let target = admission.object.as_deref().unwrap_or(object);
     if let Err(why) = room_for(target, &value) {
-        return Admission {
+        return Review {
             audit_note: Some(format!("decision annotation omitted: {why}")),
             ..admission
         };
@@ -50,7 +50,7 @@ pub fn annotate(admission: Admission, object: &str) -> Admission {
     // No request reaches here that way: the pod's reader (pod.rs) already
     // refuses such an object with 400.
     match mutation::set_annotation(target, DECISION_ANNOTATION, &value) {
-        Ok(annotated) => Admission {
+        Ok(annotated) => Review {
             object: Some(annotated),
             ..admission
         },
@@ -318,9 +318,9 @@ mod tests {
     #[test]
     fn annotate_adds_the_value_to_the_mutated_or_the_request_object() {
         let request = r#"{"metadata":{"name":"p"},"spec":{}}"#;
-        let admission = Admission {
+        let admission = Review {
             object: Some(r#"{"metadata":{"name":"p"},"spec":{"runtimeClassName":"kata"}}"#.into()),
-            ..Admission::of(mutated())
+            ..Review::of(mutated())
         };
         let out = annotate(admission, request);
         assert_eq!(
@@ -328,7 +328,7 @@ mod tests {
             r#"{"metadata":{"name":"p","annotations":{"kata-runtime-policy.kubewarden.io/decision":"mutated: runtimeClassName \"kata\" assigned: a kata node can run this pod"}},"spec":{"runtimeClassName":"kata"}}"#
         );
         assert_eq!(out.audit_note, None);
-        let out = annotate(Admission::of(left(&["why"])), request);
+        let out = annotate(Review::of(left(&["why"])), request);
         assert_eq!(
             out.object.as_deref(),
             Some(
@@ -339,7 +339,7 @@ mod tests {
             annotations(&out.object.unwrap()),
             json!({DECISION_ANNOTATION: "unchanged: why"})
         );
-        let refused = Admission::of(Decision::Reject(Refusal::BadRequest("no".into())));
+        let refused = Review::of(Decision::Reject(Refusal::BadRequest("no".into())));
         assert_eq!(annotate(refused.clone(), request), refused);
     }
 
@@ -352,11 +352,11 @@ mod tests {
             r#"{"metadata":{"annotations":[]}}"#,
             "[]",
         ] {
-            let out = annotate(Admission::of(left(&["why"])), object);
+            let out = annotate(Review::of(left(&["why"])), object);
             assert_eq!((out.decision, out.object), (left(&["why"]), None));
-            let admission = Admission {
+            let admission = Review {
                 object: Some(object.into()),
-                ..Admission::of(mutated())
+                ..Review::of(mutated())
             };
             let out = annotate(admission.clone(), object);
             assert_eq!(
@@ -387,7 +387,7 @@ mod tests {
         let value = "unchanged: why";
         let ours = DECISION_ANNOTATION.len() + value.len();
         let at_limit = pod_with_annotations(MAX_ANNOTATIONS_BYTES - ours, json!({}));
-        let out = annotate(Admission::of(left(&["why"])), &at_limit);
+        let out = annotate(Review::of(left(&["why"])), &at_limit);
         let annotated = out.object.expect("fits exactly");
         let total: usize = annotations(&annotated)
             .as_object()
@@ -399,7 +399,7 @@ mod tests {
         assert_eq!(out.audit_note, None);
 
         let over = pod_with_annotations(MAX_ANNOTATIONS_BYTES - ours + 1, json!({}));
-        let out = annotate(Admission::of(left(&["why"])), &over);
+        let out = annotate(Review::of(left(&["why"])), &over);
         assert_eq!(out.object, None, "admitted exactly as with the setting off");
         assert_eq!(out.decision, left(&["why"]));
         let note = out.audit_note.unwrap();
@@ -410,9 +410,9 @@ mod tests {
         assert!(note.contains("262144"), "{note}");
 
         // A mutated pod over the limit keeps its class, without the annotation.
-        let admission = Admission {
+        let admission = Review {
             object: Some(over.clone()),
-            ..Admission::of(mutated())
+            ..Review::of(mutated())
         };
         let out = annotate(admission.clone(), &over);
         assert_eq!(out.object, admission.object);
@@ -423,7 +423,7 @@ mod tests {
             MAX_ANNOTATIONS_BYTES - ours,
             json!({ DECISION_ANNOTATION: "old" }),
         );
-        let out = annotate(Admission::of(left(&["why"])), &existing);
+        let out = annotate(Review::of(left(&["why"])), &existing);
         assert!(
             out.object.is_some() && out.audit_note.is_none(),
             "{:?}",

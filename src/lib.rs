@@ -35,6 +35,7 @@ pub mod quantity;
 pub mod request;
 pub mod resources;
 pub mod response;
+pub mod review;
 pub mod runtime_class;
 pub mod scheduling;
 pub mod settings;

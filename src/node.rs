@@ -213,12 +213,6 @@ impl HandlerFeature {
 pub struct HandlerFeatures(u8);
 
 impl HandlerFeatures {
-    pub fn of(features: impl IntoIterator<Item = HandlerFeature>) -> Self {
-        features
-            .into_iter()
-            .fold(HandlerFeatures(0), |set, f| set.with(f, true))
-    }
-
     /// The set with `feature` in it when `present`, out of it otherwise.
     pub fn with(self, feature: HandlerFeature, present: bool) -> Self {
         match present {

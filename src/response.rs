@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::admission::Admission;
 use crate::decision::{Decision, Refusal};
+use crate::review::Review;
 
 /// The API server may truncate longer warnings.
 pub const MAX_WARNING_BYTES: usize = 255;
@@ -40,7 +40,7 @@ pub fn warning(text: &str) -> String {
     format!("{}...", text.get(..end).unwrap_or_default())
 }
 
-pub fn render(admission: &Admission) -> Vec<u8> {
+pub fn render(admission: &Review) -> Vec<u8> {
     let decision = &admission.decision;
     let explanation = decision.explanation();
     let reason = match &admission.audit_note {
@@ -59,7 +59,7 @@ pub fn render(admission: &Admission) -> Vec<u8> {
         Ok(raw) => raw,
         // Cannot happen for a valid request object; refuse rather than guess.
         Err(_) => {
-            return render(&Admission::of(Decision::Reject(Refusal::Internal(
+            return render(&Review::of(Decision::Reject(Refusal::Internal(
                 "internal error: the mutated Pod is not valid JSON".into(),
             ))));
         }
@@ -96,14 +96,14 @@ mod tests {
     use crate::scheduling::Broken;
     use serde_json::{Value, json};
 
-    fn rendered(a: &Admission) -> Value {
+    fn rendered(a: &Review) -> Value {
         serde_json::from_slice(&render(a)).unwrap()
     }
 
-    fn mutated(object: &str, broken: Option<Broken<'static>>) -> Admission {
-        Admission {
+    fn mutated(object: &str, broken: Option<Broken<'static>>) -> Review {
+        Review {
             object: Some(object.into()),
-            ..Admission::of(Decision::Mutate {
+            ..Review::of(Decision::Mutate {
                 class: "kata".into(),
                 broken,
                 gates: Vec::new(),
@@ -169,18 +169,18 @@ mod tests {
 
     #[test]
     fn leave_and_reject() {
-        let v = rendered(&Admission::of(left("why")));
+        let v = rendered(&Review::of(left("why")));
         assert_eq!(
             (v["accepted"].clone(), v["warnings"].clone()),
             (json!(true), json!(["kata runtime not assigned: why"]))
         );
         assert_eq!(v["mutated_object"], Value::Null);
-        let quiet = rendered(&Admission::of(Decision::Unchanged(
-            Unchanged::NotEvaluated("apps/Deployment CREATE".into()),
-        )));
+        let quiet = rendered(&Review::of(Decision::Unchanged(Unchanged::NotEvaluated(
+            "apps/Deployment CREATE".into(),
+        ))));
         assert_eq!(quiet["warnings"], Value::Null);
         assert_eq!(quiet["audit_annotations"]["decision"], "unchanged");
-        let r = rendered(&Admission::of(Decision::bad_request("no")));
+        let r = rendered(&Review::of(Decision::bad_request("no")));
         assert_eq!(
             (
                 r["accepted"].clone(),
@@ -197,9 +197,9 @@ mod tests {
     /// left out is said in the audit reason.
     #[test]
     fn an_annotated_unchanged_pod_passes_its_object_through() {
-        let out = render(&Admission {
+        let out = render(&Review {
             object: Some(r#"{"metadata":{"annotations":{"k":"unchanged: why"}},"n":1.50}"#.into()),
-            ..Admission::of(left("why"))
+            ..Review::of(left("why"))
         });
         let text = String::from_utf8(out).unwrap();
         assert!(
@@ -215,9 +215,9 @@ mod tests {
             json!({"decision": "unchanged", "reason": "kata runtime not assigned: why"})
         );
         assert_eq!(v["warnings"], json!(["kata runtime not assigned: why"]));
-        let omitted = rendered(&Admission {
+        let omitted = rendered(&Review {
             audit_note: Some("decision annotation omitted: too big".into()),
-            ..Admission::of(left("why"))
+            ..Review::of(left("why"))
         });
         assert_eq!(
             omitted["audit_annotations"]["reason"],
@@ -227,9 +227,9 @@ mod tests {
             omitted["warnings"],
             json!(["kata runtime not assigned: why"])
         );
-        let broken = rendered(&Admission {
+        let broken = rendered(&Review {
             object: Some("{".into()),
-            ..Admission::of(left("why"))
+            ..Review::of(left("why"))
         });
         assert_eq!(
             (broken["accepted"].clone(), broken["code"].clone()),

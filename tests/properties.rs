@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
-use kata_runtime_policy::admission::{Admission, review};
+use kata_runtime_policy::admission::review;
 use kata_runtime_policy::annotation::{DECISION_ANNOTATION, MAX_VALUE_BYTES};
 use kata_runtime_policy::cluster::{
     Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
@@ -24,6 +24,7 @@ use kata_runtime_policy::incompatible::Feature;
 use kata_runtime_policy::node::{KeyFilter, parse_node};
 use kata_runtime_policy::pod::PodFacts;
 use kata_runtime_policy::response::render;
+use kata_runtime_policy::review::Review;
 use kata_runtime_policy::scheduling::Constraints;
 use kata_runtime_policy::scheduling::node_resources_fit::ResourceFit;
 use kata_runtime_policy::scheduling::pod_topology_spread::SpreadLabels;
@@ -102,7 +103,7 @@ fn without_features(nodes: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-fn verdict(a: &Admission) -> &'static str {
+fn verdict(a: &Review) -> &'static str {
     a.decision.verdict()
 }
 
@@ -637,11 +638,11 @@ impl Cluster for Fake {
     }
 }
 
-fn decide(object: &Value, nodes: &[Value]) -> Admission {
+fn decide(object: &Value, nodes: &[Value]) -> Review {
     decide_with(object, nodes, json!({}))
 }
 
-fn decide_with(object: &Value, nodes: &[Value], settings: Value) -> Admission {
+fn decide_with(object: &Value, nodes: &[Value], settings: Value) -> Review {
     let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
         "operation": "CREATE", "object": object}, "settings": settings});
     let cluster = Fake {
@@ -976,7 +977,7 @@ proptest! {
         let object = pod(spec);
         let mut privileged = object.clone();
         add_feature_use(&mut privileged, "privileged", which);
-        let verdict = |a: Admission| {
+        let verdict = |a: Review| {
             (a.decision.verdict(), a.decision.explanation(), a.decision.warns())
         };
         prop_assert_eq!(verdict(decide(&object, &nodes)), verdict(decide(&privileged, &nodes)));

@@ -33,7 +33,7 @@ enum Seen {
 }
 
 impl Seen {
-    fn of(admission: Admission) -> Seen {
+    fn of(admission: Review) -> Seen {
         let d = &admission.decision;
         let (explanation, warn) = (d.explanation(), d.warns());
         match d {
