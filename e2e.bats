@@ -1171,7 +1171,7 @@ annotated_patch() {
   local value
   value=$(jq -r .patch <<<"$response" | base64 -d | jq -r '.[0].value["kata-runtime-policy.kubewarden.io/decision"]')
   [ "$(printf '%s' "$value" | wc -c)" -le 512 ]
-  [[ "$value" == "unchanged: hostPath volume \"docker\" (\"/var/run/a; b/ddd"* ]]
+  [[ "$value" == "unchanged: container \"agent\" mounts host socket /var/run/a; b/ddd"* ]]
   [[ "$value" == *... ]]
   [[ "$value" != *"more"* ]]
 }
