@@ -85,14 +85,14 @@ pub enum Cause {
 
 /// Why a class cannot be given to the pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotAssigned {
+pub struct NoKata {
     pub cause: Cause,
     pub reasons: Reasons,
 }
 
-impl NotAssigned {
+impl NoKata {
     fn new(cause: Cause, reason: impl Into<String>) -> Self {
-        NotAssigned {
+        NoKata {
             cause,
             reasons: Reasons::one(reason),
         }
@@ -129,7 +129,7 @@ pub fn decide(
             broken,
             gates: pod.scheduling_gates.clone(),
         },
-        Err(NotAssigned { cause, reasons }) => {
+        Err(NoKata { cause, reasons }) => {
             let outcome = match cause {
                 Cause::NoFeasibleNode => settings.no_feasible_node,
                 Cause::LookupFailure => settings.lookup_failure,
@@ -167,7 +167,7 @@ fn judge_class(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &impl Cluster,
-) -> Result<Option<Broken<'static>>, NotAssigned> {
+) -> Result<Option<Broken<'static>>, NoKata> {
     let rc = read_runtime_class(class, cluster)?;
     let constraints = constraints(pod, &rc, request, settings, cluster)?;
     let masks = node_masks(constraints.handler(), constraints.features());
@@ -181,11 +181,11 @@ fn judge_class(
 fn read_runtime_class(
     class: &str,
     cluster: &impl Cluster,
-) -> Result<k8s_openapi::api::node::v1::RuntimeClass, NotAssigned> {
+) -> Result<k8s_openapi::api::node::v1::RuntimeClass, NoKata> {
     let bytes = match cluster.runtime_class(class) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
-            return Err(NotAssigned::new(
+            return Err(NoKata::new(
                 Cause::NoFeasibleNode,
                 format!("RuntimeClass {class:?} does not exist"),
             ));
@@ -197,7 +197,7 @@ fn read_runtime_class(
             ));
         }
     };
-    runtime_class::parse(&bytes).map_err(|e| NotAssigned::new(Cause::LookupFailure, e))
+    runtime_class::parse(&bytes).map_err(|e| NoKata::new(Cause::LookupFailure, e))
 }
 
 /// The pod's effective constraints with the class: its scheduling merged
@@ -208,12 +208,11 @@ fn constraints(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &impl Cluster,
-) -> Result<Constraints, NotAssigned> {
-    let overhead =
-        runtime_class::overhead(rc).map_err(|e| NotAssigned::new(Cause::LookupFailure, e))?;
+) -> Result<Constraints, NoKata> {
+    let overhead = runtime_class::overhead(rc).map_err(|e| NoKata::new(Cause::LookupFailure, e))?;
     let constraints =
         runtime_class::effective_constraints(pod, rc, &overhead, &settings.ignored_resources)
-            .map_err(|conflict| NotAssigned::new(Cause::NoFeasibleNode, conflict))?;
+            .map_err(|conflict| NoKata::new(Cause::NoFeasibleNode, conflict))?;
     let constraints = with_volumes(constraints, pod, request, settings, cluster)?;
     Ok(constraints
         .with_handler(handler_needs(pod, &rc.handler, settings))
@@ -227,7 +226,7 @@ fn listed(
     settings: &Settings,
     cluster: &impl Cluster,
     masks: NodeMasks,
-) -> Result<Vec<u8>, NotAssigned> {
+) -> Result<Vec<u8>, NoKata> {
     may_list_nodes(settings, cluster)?;
     cluster
         .kata_nodes(settings.host_label_selector(), masks)
@@ -239,14 +238,14 @@ fn feasible(
     constraints: &Constraints,
     node_bytes: &[u8],
     settings: &Settings,
-) -> Result<Option<Broken<'static>>, NotAssigned> {
+) -> Result<Option<Broken<'static>>, NoKata> {
     let (diagnosis, bound_elsewhere) = match constraints.find_feasible(node_bytes) {
         Ok(Feasibility::Fits { broken }) => return Ok(broken.map(Broken::into_owned)),
         Ok(Feasibility::NoneFits {
             diagnosis,
             bound_elsewhere,
         }) => (diagnosis, bound_elsewhere),
-        Err(e) => return Err(NotAssigned::new(Cause::LookupFailure, e)),
+        Err(e) => return Err(NoKata::new(Cause::LookupFailure, e)),
     };
     let why = if diagnosis.total() == 0 {
         format!(
@@ -258,7 +257,7 @@ fn feasible(
     } else {
         diagnosis.to_string()
     };
-    Err(NotAssigned::new(Cause::NoFeasibleNode, why))
+    Err(NoKata::new(Cause::NoFeasibleNode, why))
 }
 
 /// What the pod needs of a node's runtime handler, unless
@@ -356,7 +355,7 @@ fn with_volumes(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &impl Cluster,
-) -> Result<Constraints, NotAssigned> {
+) -> Result<Constraints, NoKata> {
     if !settings.check_volumes || pod.claims.is_empty() || pod.node_name.is_some() {
         return Ok(constraints);
     }
@@ -377,13 +376,13 @@ fn with_volumes(
 }
 
 /// Why a volume check could not be made.
-fn volume_refused(user: &str, refusal: VolumeRefusal) -> NotAssigned {
+fn volume_refused(user: &str, refusal: VolumeRefusal) -> NoKata {
     // The setting first: the warning is cut to 255 bytes.
     const GRANT: &str = "set checkVolumes: false or grant policy-server get on persistentvolumeclaims, \
          persistentvolumes, storageclasses.storage.k8s.io and list/watch on the last two";
     match refusal {
-        VolumeRefusal::Pod(why) => NotAssigned::new(Cause::NoFeasibleNode, why),
-        VolumeRefusal::Denied { resource, verbs } => NotAssigned::new(
+        VolumeRefusal::Pod(why) => NoKata::new(Cause::NoFeasibleNode, why),
+        VolumeRefusal::Denied { resource, verbs } => NoKata::new(
             Cause::LookupFailure,
             format!(
                 "cannot list {resource} (forbidden: {user} may not {} {resource}; {GRANT})",
@@ -395,12 +394,12 @@ fn volume_refused(user: &str, refusal: VolumeRefusal) -> NotAssigned {
                 LookupErrorKind::Forbidden => format!(" (forbidden: {GRANT})"),
                 LookupErrorKind::NotFound | LookupErrorKind::Failed => String::new(),
             };
-            NotAssigned::new(
+            NoKata::new(
                 Cause::LookupFailure,
                 format!("{what}{hint}: {}", error.message),
             )
         }
-        VolumeRefusal::Invalid(why) => NotAssigned::new(Cause::LookupFailure, why),
+        VolumeRefusal::Invalid(why) => NoKata::new(Cause::LookupFailure, why),
     }
 }
 
@@ -409,7 +408,7 @@ fn volume_refused(user: &str, refusal: VolumeRefusal) -> NotAssigned {
 /// first load, when refused, retries forever, so a list it may not make
 /// never answers and the admission hangs past every timeout. A denied verb
 /// or a failed question is the `lookupFailure` outcome, at once.
-fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), NotAssigned> {
+fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), NoKata> {
     let subject = settings.policy_server_subject();
     let mut denied = Vec::new();
     for verb in ["list", "watch"] {
@@ -417,7 +416,7 @@ fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Not
             Ok(access) if access.allowed => {}
             Ok(_) => denied.push(verb),
             Err(e) => {
-                return Err(NotAssigned::new(
+                return Err(NoKata::new(
                     Cause::LookupFailure,
                     format!(
                         "cannot check whether {} may {verb} nodes (kubernetes/can_i; policy-server needs create on subjectaccessreviews.authorization.k8s.io): {}",
@@ -430,7 +429,7 @@ fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Not
     if denied.is_empty() {
         return Ok(());
     }
-    Err(NotAssigned::new(
+    Err(NoKata::new(
         Cause::LookupFailure,
         format!(
             "cannot list kata nodes (forbidden: {} may not {} nodes; grant policy-server get/list/watch on nodes and get on runtimeclasses.node.k8s.io, \
@@ -441,7 +440,7 @@ fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), Not
     ))
 }
 
-fn lookup_failed(what: &str, e: &LookupError) -> NotAssigned {
+fn lookup_failed(what: &str, e: &LookupError) -> NoKata {
     // The fix comes before the host's (long) text so that it survives the
     // 255-byte cut of the warning.
     let hint = match e.kind {
@@ -451,5 +450,5 @@ fn lookup_failed(what: &str, e: &LookupError) -> NotAssigned {
         }
         LookupErrorKind::NotFound | LookupErrorKind::Failed => "",
     };
-    NotAssigned::new(Cause::LookupFailure, format!("{what}{hint}: {}", e.message))
+    NoKata::new(Cause::LookupFailure, format!("{what}{hint}: {}", e.message))
 }

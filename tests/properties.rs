@@ -15,11 +15,14 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
 use kata_runtime_policy::admission::review;
-use kata_runtime_policy::annotation::{DECISION_ANNOTATION, MAX_VALUE_BYTES};
+use kata_runtime_policy::annotation::{
+    DECISION_ANNOTATION, MAX_ANNOTATIONS_BYTES, MAX_VALUE_BYTES, bounded,
+};
 use kata_runtime_policy::cluster::{
     Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
 };
 use kata_runtime_policy::decision::Decision;
+use kata_runtime_policy::decision::Reasons;
 use kata_runtime_policy::incompatible::Feature;
 use kata_runtime_policy::node::{KeyFilter, parse_node};
 use kata_runtime_policy::pod::PodFacts;
@@ -1232,6 +1235,70 @@ proptest! {
                 after.decision.note().as_deref().is_some_and(|n| n.starts_with("the pod has schedulingGates")),
                 "{:?}", after
             );
+        }
+    }
+}
+
+proptest! {
+    /// The decision annotation's bound works on whole reasons: the value
+    /// fits, starts with the verdict, and is the first k reasons whole
+    /// (then how many were left out), or the first one cut with "...";
+    /// whatever text a reason holds, "; " included.
+    #[test]
+    fn the_annotation_keeps_whole_reasons(
+        reasons in proptest::collection::vec("[a-z; é€]{0,300}", 0..8),
+    ) {
+        let out = bounded("unchanged: ", &Reasons(reasons.clone()));
+        prop_assert!(out.len() <= MAX_VALUE_BYTES, "{} bytes", out.len());
+        let rest = out.strip_prefix("unchanged: ").unwrap();
+        let whole = (0..=reasons.len()).rev().any(|k| {
+            let kept = reasons[..k].join("; ");
+            let more = reasons.len() - k;
+            rest == kept && more == 0 || rest == format!("{kept}; and {more} more")
+        });
+        let cut = reasons.first().is_some_and(|first| {
+            let tail = match reasons.len() - 1 {
+                0 => String::new(),
+                n => format!("; and {n} more"),
+            };
+            rest.strip_suffix(tail.as_str())
+                .and_then(|r| r.strip_suffix("..."))
+                .is_some_and(|start| first.starts_with(start) && start.len() < first.len())
+        });
+        prop_assert!(whole || cut, "{:?} -> {:?}", reasons, out);
+    }
+
+    /// The annotation never takes a pod's annotations past the API
+    /// server's 262,144 bytes: annotated within it, or admitted as with
+    /// the setting off and the omission said in the audit reason.
+    #[test]
+    fn the_annotation_never_passes_the_api_servers_limit(
+        slack in 0usize..400, extra in 0usize..3,
+    ) {
+        let mut annotations = serde_json::Map::new();
+        for i in 0..extra {
+            annotations.insert(format!("example.com/a{i}"), json!("x"));
+        }
+        let used: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().unwrap().len()).sum();
+        let key = "example.com/big";
+        let room = MAX_ANNOTATIONS_BYTES - used - key.len() - slack;
+        annotations.insert(key.into(), json!("v".repeat(room)));
+        let mut object = pod(json!({"containers": [{"name": "c", "image": "i"}]}));
+        object["metadata"]["annotations"] = Value::Object(annotations);
+        let nodes = vec![json!({"metadata": {"name": "n0"}})];
+        let off = decide_with(&object, &nodes, json!({}));
+        let on = decide_with(&object, &nodes, json!({"annotateDecision": true}));
+        prop_assert_eq!(&on.decision, &off.decision);
+        let annotated: Value = serde_json::from_str(on.object.as_deref().unwrap()).unwrap();
+        let total: usize = annotated["metadata"]["annotations"].as_object().unwrap().iter()
+            .map(|(k, v)| k.len() + v.as_str().unwrap().len()).sum();
+        prop_assert!(total <= MAX_ANNOTATIONS_BYTES, "{} bytes", total);
+        match &on.audit_note {
+            None => prop_assert!(annotated["metadata"]["annotations"][DECISION_ANNOTATION].is_string()),
+            Some(note) => {
+                prop_assert!(note.starts_with("decision annotation omitted: "), "{}", note);
+                prop_assert_eq!(&on.object, &off.object);
+            }
         }
     }
 }

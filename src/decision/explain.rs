@@ -22,7 +22,7 @@ impl Decision {
     /// [`warns`](Self::warns)), the message of a refusal.
     pub fn explanation(&self) -> String {
         match self {
-            Decision::Mutate { .. } => self.reasons().0.swap_remove(0),
+            Decision::Mutate { .. } => self.reasons().0.into_iter().next().unwrap_or_default(),
             Decision::Unchanged(Unchanged::NotEvaluated(request)) => {
                 format!("not evaluated: the policy acts on Pod CREATE only, this is {request}")
             }

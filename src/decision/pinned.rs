@@ -10,7 +10,7 @@
 //! `kataNodeSelector` (what the list's selector does on the API server),
 //! and then goes through the same filter pass ([`Tally`]) as a listed one.
 
-use super::{Cause, NotAssigned, Reasons, lookup_failed};
+use super::{Cause, NoKata, Reasons, lookup_failed};
 use crate::cluster::{Cluster, NodeMasks};
 use crate::node::{KeyFilter, parse_node};
 use crate::scheduling::{Broken, Constraints, Feasibility, Tally};
@@ -22,7 +22,7 @@ pub(super) fn judge(
     constraints: &Constraints,
     names: &[String],
     masks: NodeMasks,
-) -> Result<Option<Broken<'static>>, NotAssigned> {
+) -> Result<Option<Broken<'static>>, NoKata> {
     let mut answers = Vec::with_capacity(names.len());
     for name in names {
         match cluster.node(name, masks) {
@@ -38,8 +38,8 @@ pub(super) fn judge(
             absent.push(format!("{name:?} does not exist"));
             continue;
         };
-        let node = parse_node(bytes, KeyFilter::All)
-            .map_err(|e| NotAssigned::new(Cause::LookupFailure, e))?;
+        let node =
+            parse_node(bytes, KeyFilter::All).map_err(|e| NoKata::new(Cause::LookupFailure, e))?;
         if !selector.matches(|key| node.metadata.labels.get(key)) {
             absent.push(format!(
                 "{name:?} is not a kata node (it does not match kataNodeSelector {:?})",
@@ -55,7 +55,7 @@ pub(super) fn judge(
         Ok(Feasibility::Fits { broken }) => return Ok(broken.map(Broken::into_owned)),
         Ok(Feasibility::NoneFits { diagnosis, .. }) => diagnosis,
         Err(why) => {
-            return Err(NotAssigned::new(
+            return Err(NoKata::new(
                 Cause::LookupFailure,
                 format!("the node from the cluster is not a valid Node: {why}"),
             ));
@@ -86,7 +86,7 @@ pub(super) fn judge(
             .chain(absent)
             .collect(),
     };
-    Err(NotAssigned {
+    Err(NoKata {
         cause: Cause::NoFeasibleNode,
         reasons: Reasons(reasons),
     })
