@@ -15,7 +15,7 @@ use crate::settings::Settings;
 
 /// The `validate` call: a raw payload to the response's JSON.
 pub fn validate(payload: &[u8], cluster: &impl Cluster) -> Vec<u8> {
-    response::render(&review(payload, cluster))
+    response::render(review(payload, cluster))
 }
 
 /// The admission of a raw `validate` payload. Malformed input is refused
@@ -67,7 +67,7 @@ pub fn review_request(
     // to refuse).
     let judged = !pod.is_mirror && pod.runtime_class_name.as_deref() != Some("");
     if settings.annotate_decision && judged {
-        annotation::annotate(admission, object)
+        annotation::annotate(admission, object, &pod.annotations)
     } else {
         admission
     }

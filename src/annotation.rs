@@ -10,10 +10,7 @@
 //! limit: the annotation only reports, and must never change whether the
 //! pod is admitted.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
-
-use serde::Deserialize;
+use std::collections::BTreeMap;
 
 use crate::decision::{Decision, Reasons};
 use crate::mutation;
@@ -31,15 +28,15 @@ pub const MAX_VALUE_BYTES: usize = 512;
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 
 /// `admission` with the decision annotation on its object (the mutated pod,
-/// or else the request's raw `object`). A refusal is returned as it is; a
-/// pod whose annotations would then exceed the API server's limit is
-/// admitted without it, and the audit reason says so.
-pub fn annotate(admission: Review, object: &str) -> Review {
+/// or else the request's raw `object`, whose `metadata.annotations` the pod
+/// reader read as `annotations`). A refusal is returned as it is; a pod
+/// whose annotations would then exceed the API server's limit is admitted
+/// without it, and the audit reason says so.
+pub fn annotate(admission: Review, object: &str, annotations: &BTreeMap<String, String>) -> Review {
     let Some(value) = value(&admission.decision) else {
         return admission;
     };
-    let target = admission.object.as_deref().unwrap_or(object);
-    if let Err(why) = room_for(target, &value) {
+    if let Err(why) = room_for(annotations, &value) {
         return Review {
             audit_note: Some(format!("decision annotation omitted: {why}")),
             ..admission
@@ -49,6 +46,7 @@ pub fn annotate(admission: Review, object: &str) -> Review {
     // objects) leaves the admission without the annotation, on purpose.
     // No request reaches here that way: the pod's reader (pod.rs) already
     // refuses such an object with 400.
+    let target = admission.object.as_deref().unwrap_or(object);
     match mutation::set_annotation(target, DECISION_ANNOTATION, &value) {
         Ok(annotated) => Review {
             object: Some(annotated),
@@ -118,30 +116,14 @@ fn cut(text: &str, max: usize) -> &str {
     text.get(..end).unwrap_or_default()
 }
 
-/// `Ok` when the object's annotations, with the decision annotation set to
+/// `Ok` when the pod's `annotations`, with the decision annotation set to
 /// `value`, stay within [`MAX_ANNOTATIONS_BYTES`] as the API server counts
 /// them (keys plus values, an existing decision annotation replaced).
-fn room_for(object: &str, value: &str) -> Result<(), String> {
-    #[derive(Deserialize)]
-    struct Object<'a> {
-        #[serde(borrow)]
-        metadata: Option<Metadata<'a>>,
-    }
-    #[derive(Deserialize)]
-    struct Metadata<'a> {
-        #[serde(borrow)]
-        annotations: Option<HashMap<Cow<'a, str>, Cow<'a, str>>>,
-    }
-    let object: Object = serde_json::from_str(object)
-        .map_err(|e| format!("the pod's annotations cannot be read: {e}"))?;
-    let existing: usize = (object
-        .metadata
-        .and_then(|m| m.annotations)
-        .into_iter()
-        .flatten())
-    .filter(|(key, _)| key != DECISION_ANNOTATION)
-    .map(|(key, value)| key.len() + value.len())
-    .sum();
+fn room_for(annotations: &BTreeMap<String, String>, value: &str) -> Result<(), String> {
+    let existing: usize = (annotations.iter())
+        .filter(|(key, _)| *key != DECISION_ANNOTATION)
+        .map(|(key, value)| key.len() + value.len())
+        .sum();
     let total = existing + DECISION_ANNOTATION.len() + value.len();
     if total <= MAX_ANNOTATIONS_BYTES {
         return Ok(());
@@ -311,6 +293,14 @@ mod tests {
         }
     }
 
+    /// The object's annotations as the pod reader reads them (none when
+    /// the object is not a pod).
+    fn read(object: &str) -> BTreeMap<String, String> {
+        crate::pod::PodFacts::from_json(object)
+            .map(|pod| pod.annotations)
+            .unwrap_or_default()
+    }
+
     fn annotations(object: &str) -> Value {
         serde_json::from_str::<Value>(object).unwrap()["metadata"]["annotations"].clone()
     }
@@ -322,13 +312,13 @@ mod tests {
             object: Some(r#"{"metadata":{"name":"p"},"spec":{"runtimeClassName":"kata"}}"#.into()),
             ..Review::of(mutated())
         };
-        let out = annotate(admission, request);
+        let out = annotate(admission, request, &read(request));
         assert_eq!(
             out.object.unwrap(),
             r#"{"metadata":{"name":"p","annotations":{"kata-runtime-policy.kubewarden.io/decision":"mutated: runtimeClassName \"kata\" assigned: a kata node can run this pod"}},"spec":{"runtimeClassName":"kata"}}"#
         );
         assert_eq!(out.audit_note, None);
-        let out = annotate(Review::of(left(&["why"])), request);
+        let out = annotate(Review::of(left(&["why"])), request, &read(request));
         assert_eq!(
             out.object.as_deref(),
             Some(
@@ -340,7 +330,7 @@ mod tests {
             json!({DECISION_ANNOTATION: "unchanged: why"})
         );
         let refused = Review::of(Decision::Reject(Refusal::BadRequest("no".into())));
-        assert_eq!(annotate(refused.clone(), request), refused);
+        assert_eq!(annotate(refused.clone(), request, &read(request)), refused);
     }
 
     /// An object the annotation cannot go into keeps the admission as it
@@ -352,13 +342,13 @@ mod tests {
             r#"{"metadata":{"annotations":[]}}"#,
             "[]",
         ] {
-            let out = annotate(Review::of(left(&["why"])), object);
+            let out = annotate(Review::of(left(&["why"])), object, &read(object));
             assert_eq!((out.decision, out.object), (left(&["why"]), None));
             let admission = Review {
                 object: Some(object.into()),
                 ..Review::of(mutated())
             };
-            let out = annotate(admission.clone(), object);
+            let out = annotate(admission.clone(), object, &read(object));
             assert_eq!(
                 (out.decision, out.object),
                 (admission.decision, admission.object)
@@ -387,7 +377,7 @@ mod tests {
         let value = "unchanged: why";
         let ours = DECISION_ANNOTATION.len() + value.len();
         let at_limit = pod_with_annotations(MAX_ANNOTATIONS_BYTES - ours, json!({}));
-        let out = annotate(Review::of(left(&["why"])), &at_limit);
+        let out = annotate(Review::of(left(&["why"])), &at_limit, &read(&at_limit));
         let annotated = out.object.expect("fits exactly");
         let total: usize = annotations(&annotated)
             .as_object()
@@ -399,7 +389,7 @@ mod tests {
         assert_eq!(out.audit_note, None);
 
         let over = pod_with_annotations(MAX_ANNOTATIONS_BYTES - ours + 1, json!({}));
-        let out = annotate(Review::of(left(&["why"])), &over);
+        let out = annotate(Review::of(left(&["why"])), &over, &read(&over));
         assert_eq!(out.object, None, "admitted exactly as with the setting off");
         assert_eq!(out.decision, left(&["why"]));
         let note = out.audit_note.unwrap();
@@ -414,7 +404,7 @@ mod tests {
             object: Some(over.clone()),
             ..Review::of(mutated())
         };
-        let out = annotate(admission.clone(), &over);
+        let out = annotate(admission.clone(), &over, &read(&over));
         assert_eq!(out.object, admission.object);
         assert!(out.audit_note.is_some());
 
@@ -423,7 +413,7 @@ mod tests {
             MAX_ANNOTATIONS_BYTES - ours,
             json!({ DECISION_ANNOTATION: "old" }),
         );
-        let out = annotate(Review::of(left(&["why"])), &existing);
+        let out = annotate(Review::of(left(&["why"])), &existing, &read(&existing));
         assert!(
             out.object.is_some() && out.audit_note.is_none(),
             "{:?}",

@@ -307,6 +307,9 @@ pub struct PodFacts {
     /// `spec.schedulingGates` names: while any is set, the pod's node
     /// constraints may still be narrowed.
     pub scheduling_gates: Vec<String>,
+    /// `metadata.annotations` (the decision annotation counts them against
+    /// the API server's limit).
+    pub annotations: BTreeMap<String, String>,
 }
 
 impl PodFacts {
@@ -386,6 +389,7 @@ impl PodFacts {
             recursive_read_only,
             strict_supplemental_groups,
             scheduling_gates,
+            annotations: meta.annotations.unwrap_or_default(),
         })
     }
 }

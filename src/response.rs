@@ -40,26 +40,25 @@ pub fn warning(text: &str) -> String {
     format!("{}...", text.get(..end).unwrap_or_default())
 }
 
-pub fn render(admission: &Review) -> Vec<u8> {
-    let decision = &admission.decision;
+pub fn render(admission: Review) -> Vec<u8> {
+    let Review {
+        decision,
+        object,
+        audit_note,
+    } = admission;
     let explanation = decision.explanation();
-    let reason = match &admission.audit_note {
+    let reason = match &audit_note {
         Some(note) => format!("{}; {note}", decision.reason()),
         None => decision.reason(),
     };
     let accepted = !matches!(decision, Decision::Reject(_));
     // An unchanged pod has an object too when it carries the decision
     // annotation (annotateDecision); the verdict stays "unchanged".
-    let mutated = match admission
-        .object
-        .clone()
-        .map(RawValue::from_string)
-        .transpose()
-    {
+    let mutated = match object.map(RawValue::from_string).transpose() {
         Ok(raw) => raw,
         // Cannot happen for a valid request object; refuse rather than guess.
         Err(_) => {
-            return render(&Review::of(Decision::Reject(Refusal::Internal(
+            return render(Review::of(Decision::Reject(Refusal::Internal(
                 "internal error: the mutated Pod is not valid JSON".into(),
             ))));
         }
@@ -96,7 +95,7 @@ mod tests {
     use crate::scheduling::Broken;
     use serde_json::{Value, json};
 
-    fn rendered(a: &Review) -> Value {
+    fn rendered(a: Review) -> Value {
         serde_json::from_slice(&render(a)).unwrap()
     }
 
@@ -117,7 +116,7 @@ mod tests {
 
     #[test]
     fn mutate_passes_the_object_through_and_does_not_warn() {
-        let v = rendered(&mutated(
+        let v = rendered(mutated(
             r#"{"spec":{"runtimeClassName":"kata"},"n":1.50}"#,
             None,
         ));
@@ -132,7 +131,7 @@ mod tests {
         );
         assert_eq!(v["warnings"], Value::Null);
         assert!(
-            String::from_utf8(render(&mutated(r#"{"n":1.50}"#, None)))
+            String::from_utf8(render(mutated(r#"{"n":1.50}"#, None)))
                 .unwrap()
                 .contains(r#""mutated_object":{"n":1.50}"#),
             "raw, not re-serialized"
@@ -150,7 +149,7 @@ mod tests {
             1,
         );
         broken.names.push("n1".into());
-        let v = rendered(&mutated(
+        let v = rendered(mutated(
             r#"{"spec":{"runtimeClassName":"kata"}}"#,
             Some(broken),
         ));
@@ -169,18 +168,18 @@ mod tests {
 
     #[test]
     fn leave_and_reject() {
-        let v = rendered(&Review::of(left("why")));
+        let v = rendered(Review::of(left("why")));
         assert_eq!(
             (v["accepted"].clone(), v["warnings"].clone()),
             (json!(true), json!(["kata runtime not assigned: why"]))
         );
         assert_eq!(v["mutated_object"], Value::Null);
-        let quiet = rendered(&Review::of(Decision::Unchanged(Unchanged::NotEvaluated(
+        let quiet = rendered(Review::of(Decision::Unchanged(Unchanged::NotEvaluated(
             "apps/Deployment CREATE".into(),
         ))));
         assert_eq!(quiet["warnings"], Value::Null);
         assert_eq!(quiet["audit_annotations"]["decision"], "unchanged");
-        let r = rendered(&Review::of(Decision::bad_request("no")));
+        let r = rendered(Review::of(Decision::bad_request("no")));
         assert_eq!(
             (
                 r["accepted"].clone(),
@@ -197,7 +196,7 @@ mod tests {
     /// left out is said in the audit reason.
     #[test]
     fn an_annotated_unchanged_pod_passes_its_object_through() {
-        let out = render(&Review {
+        let out = render(Review {
             object: Some(r#"{"metadata":{"annotations":{"k":"unchanged: why"}},"n":1.50}"#.into()),
             ..Review::of(left("why"))
         });
@@ -215,7 +214,7 @@ mod tests {
             json!({"decision": "unchanged", "reason": "kata runtime not assigned: why"})
         );
         assert_eq!(v["warnings"], json!(["kata runtime not assigned: why"]));
-        let omitted = rendered(&Review {
+        let omitted = rendered(Review {
             audit_note: Some("decision annotation omitted: too big".into()),
             ..Review::of(left("why"))
         });
@@ -227,7 +226,7 @@ mod tests {
             omitted["warnings"],
             json!(["kata runtime not assigned: why"])
         );
-        let broken = rendered(&Review {
+        let broken = rendered(Review {
             object: Some("{".into()),
             ..Review::of(left("why"))
         });

@@ -954,10 +954,10 @@ proptest! {
         let (how, feature) = how;
         let mut object = pod(spec);
         for settings in [json!({}), json!({"skipPodsUsing": [feature]})] {
-            let plain = render(&decide_with(&object, &nodes, settings.clone()));
+            let plain = render(decide_with(&object, &nodes, settings.clone()));
             let mut accept = settings.clone();
             accept["incompatiblePod"] = json!("accept");
-            prop_assert_eq!(&plain, &render(&decide_with(&object, &nodes, accept)));
+            prop_assert_eq!(&plain, &render(decide_with(&object, &nodes, accept)));
         }
         add_feature_use(&mut object, how, which);
         let settings = json!({"skipPodsUsing": [feature], "incompatiblePod": "reject"});
@@ -1120,9 +1120,9 @@ proptest! {
         let with = |on: bool| {
             let mut settings = base.clone();
             settings["annotateDecision"] = json!(on);
-            render(&decide_with(&object, &nodes, settings))
+            render(decide_with(&object, &nodes, settings))
         };
-        let plain = render(&decide_with(&object, &nodes, base.clone()));
+        let plain = render(decide_with(&object, &nodes, base.clone()));
         let off = with(false);
         prop_assert_eq!(String::from_utf8_lossy(&off), String::from_utf8_lossy(&plain));
 

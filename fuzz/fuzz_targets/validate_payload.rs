@@ -73,5 +73,5 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    check_response(&render(&admission), &[data]);
+    check_response(&render(admission), &[data]);
 });

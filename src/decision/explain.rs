@@ -22,7 +22,17 @@ impl Decision {
     /// [`warns`](Self::warns)), the message of a refusal.
     pub fn explanation(&self) -> String {
         match self {
-            Decision::Mutate { .. } => self.reasons().0.into_iter().next().unwrap_or_default(),
+            Decision::Mutate { class, broken, .. } => match broken {
+                // Names no node and no count: without broken nodes the
+                // search may stop at the first fit, and the host's list
+                // order is not stable.
+                None => {
+                    format!("runtimeClassName {class:?} assigned: a kata node can run this pod")
+                }
+                Some(broken) => format!(
+                    "kata runtime assigned, but {broken}: if the scheduler picks one, the pod will not start"
+                ),
+            },
             Decision::Unchanged(Unchanged::NotEvaluated(request)) => {
                 format!("not evaluated: the policy acts on Pod CREATE only, this is {request}")
             }
@@ -112,20 +122,11 @@ impl Decision {
     /// assignment then the note, for a pod left without Kata its findings.
     pub fn reasons(&self) -> Reasons {
         match self {
-            Decision::Mutate { class, broken, .. } => {
-                let assigned = match broken {
-                    // Names no node and no count: without broken nodes the
-                    // search may stop at the first fit, and the host's list
-                    // order is not stable.
-                    None => {
-                        format!("runtimeClassName {class:?} assigned: a kata node can run this pod")
-                    }
-                    Some(broken) => format!(
-                        "kata runtime assigned, but {broken}: if the scheduler picks one, the pod will not start"
-                    ),
-                };
-                Reasons(std::iter::once(assigned).chain(self.note()).collect())
-            }
+            Decision::Mutate { .. } => Reasons(
+                std::iter::once(self.explanation())
+                    .chain(self.note())
+                    .collect(),
+            ),
             Decision::Unchanged(Unchanged::NamedClass { class, .. }) => {
                 Reasons::one(format!("pod already sets runtimeClassName {class:?}"))
             }
