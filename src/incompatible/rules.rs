@@ -1,10 +1,51 @@
 //! One rule per feature: each adds a finding's detail per use.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use super::facts::*;
 use super::paths::is_within;
 use crate::resources::ResourceNames;
+
+/// Counts the rules' steps in tests, so that a test can check that the
+/// work grows linearly with the pod (never wall time).
+#[cfg(test)]
+pub(super) mod work {
+    use std::cell::Cell;
+
+    thread_local!(static STEPS: Cell<usize> = const { Cell::new(0) });
+
+    pub fn step() {
+        STEPS.with(|s| s.set(s.get() + 1));
+    }
+
+    /// The steps `f` takes.
+    pub fn count(f: impl FnOnce()) -> usize {
+        let before = STEPS.with(Cell::get);
+        f();
+        STEPS.with(Cell::get) - before
+    }
+}
+
+#[cfg(not(test))]
+mod work {
+    #[inline(always)]
+    pub fn step() {}
+}
+
+use work::step;
+
+/// The first entry of each name: what a lookup by name finds, as a list
+/// scanned from the start would (the API server refuses duplicate names,
+/// but the webhook sees the pod first).
+fn first_by_name<'a, T>(items: impl IntoIterator<Item = (&'a str, T)>) -> BTreeMap<&'a str, T> {
+    let mut index = BTreeMap::new();
+    for (name, item) in items {
+        step();
+        index.entry(name).or_insert(item);
+    }
+    index
+}
 
 impl Container {
     /// `container "x"` or `init container "x"`, for messages.
@@ -58,19 +99,23 @@ fn host_path_uses<'a>(
     pod: &'a RuntimeFacts,
     mut visit: impl FnMut(&'a Volume, &'a HostPath, Option<&'a Container>),
 ) {
+    if !pod.volumes.iter().any(|v| v.host_path.is_some()) {
+        return;
+    }
+    let mounts = Grouped::mounts(pod, |_| true);
     for volume in &pod.volumes {
+        step();
         let Some(host_path) = &volume.host_path else {
             continue;
         };
-        let mut mounted = false;
-        for c in &pod.containers {
-            if c.mounts.iter().any(|m| m.volume == volume.name) {
-                mounted = true;
-                visit(volume, host_path, Some(c));
+        match mounts.users(&volume.name) {
+            [] => visit(volume, host_path, None),
+            users => {
+                for c in users {
+                    step();
+                    visit(volume, host_path, Some(c));
+                }
             }
-        }
-        if !mounted {
-            visit(volume, host_path, None);
         }
     }
 }
@@ -141,19 +186,21 @@ pub(super) fn mount_propagation(pod: &RuntimeFacts, add: &mut impl FnMut(String)
     // Only hostPath mounts: propagation means nothing for other volumes, and
     // Pod Security Admission (baseline) already forbids hostPath, so no
     // tenant can leave Kata by adding HostToContainer to an emptyDir.
+    // The volumes by name, once, when the first propagating mount needs them.
+    let mut volumes = None;
     for c in &pod.containers {
         for m in &c.mounts {
+            step();
             let Some(mode) = m.propagation.as_deref() else {
                 continue;
             };
             if !matches!(mode, "HostToContainer" | "Bidirectional") {
                 continue;
             }
-            let host_path = pod
-                .volumes
-                .iter()
-                .find(|v| v.name == m.volume)
-                .and_then(|v| v.host_path.as_ref());
+            let volumes = volumes.get_or_insert_with(|| {
+                first_by_name(pod.volumes.iter().map(|v| (v.name.as_str(), v)))
+            });
+            let host_path = (volumes.get(m.volume.as_str())).and_then(|v| v.host_path.as_ref());
             if let Some(host_path) = host_path {
                 add(format!(
                     "{} mounts hostPath volume {:?} ({}) with mountPropagation {mode}, which does not cross the Kata VM boundary",
@@ -185,14 +232,23 @@ pub(super) fn device_resources(
 pub(super) fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // Every claim counts, used by a container or not: the scheduler places
     // the pod only where its devices are, and the kubelet prepares them.
+    let mut claimed = Grouped::default();
+    if !pod.resource_claims.is_empty() {
+        for c in &pod.containers {
+            for name in &c.claims {
+                step();
+                claimed.add(name, c);
+            }
+        }
+    }
     for claim in &pod.resource_claims {
+        step();
         let source = match &claim.source {
             Some((kind, name)) => format!(" ({kind} {name:?})"),
             None => String::new(),
         };
-        let users: Vec<String> = (pod.containers.iter())
-            .filter(|c| c.claims.contains(&claim.name))
-            .map(Container::label)
+        let users: Vec<String> = (claimed.users(&claim.name).iter())
+            .map(|c| c.label())
             .collect();
         let used_by = match users.is_empty() {
             true => "used by no container".to_string(),
@@ -209,6 +265,7 @@ pub(super) fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)
     let mut classes = Grouped::default();
     for c in &pod.containers {
         for name in &c.resources {
+            step();
             if let Some(class) = name.strip_prefix(DEVICE_CLASS_RESOURCE_PREFIX) {
                 classes.add(class, c);
             }
@@ -218,7 +275,7 @@ pub(super) fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)
         add(format!(
             "DeviceClass {class:?} (extended resource {DEVICE_CLASS_RESOURCE_PREFIX}{class}), asked for by {}, \
              is served by DRA-allocated devices, which Kata does not pass into its VM",
-            users.join(", ")
+            labels(&users)
         ));
     }
 }
@@ -227,50 +284,67 @@ pub(super) fn dynamic_resources(pod: &RuntimeFacts, add: &mut impl FnMut(String)
 /// `deviceclass.resource.kubernetes.io/<class>`.
 pub const DEVICE_CLASS_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
 
-/// Names with the containers that use each, in order of first use; one
-/// lookup per use, so linear in the pod however a tenant shapes it.
+/// Names with the containers that use each (each container once), in
+/// order of first use: one lookup per use, so linear in the pod however a
+/// tenant shapes it.
 #[derive(Default)]
 struct Grouped<'a> {
-    index: std::collections::BTreeMap<&'a str, usize>,
-    entries: Vec<(&'a str, Vec<String>)>,
+    index: BTreeMap<&'a str, usize>,
+    entries: Vec<(&'a str, Vec<&'a Container>)>,
 }
 
 impl<'a> Grouped<'a> {
+    /// The volumes the pod's containers mount, among those `keep` selects.
+    fn mounts(pod: &'a RuntimeFacts, keep: impl Fn(&str) -> bool) -> Self {
+        let mut mounts = Grouped::default();
+        for c in &pod.containers {
+            for m in &c.mounts {
+                step();
+                if keep(&m.volume) {
+                    mounts.add(&m.volume, c);
+                }
+            }
+        }
+        mounts
+    }
+
     /// Records that container `c` uses `name`, once per container.
-    fn add(&mut self, name: &'a str, c: &Container) {
+    fn add(&mut self, name: &'a str, c: &'a Container) {
         let at = *self.index.entry(name).or_insert_with(|| {
             self.entries.push((name, Vec::new()));
             self.entries.len() - 1
         });
-        if let Some((_, users)) = self.entries.get_mut(at) {
-            let label = c.label();
-            if users.last() != Some(&label) {
-                users.push(label);
-            }
+        if let Some((_, users)) = self.entries.get_mut(at)
+            && !users.last().is_some_and(|last| std::ptr::eq(*last, c))
+        {
+            users.push(c);
         }
     }
+
+    /// The containers that use `name`, in container order.
+    fn users(&self, name: &str) -> &[&'a Container] {
+        (self.index.get(name))
+            .and_then(|at| self.entries.get(*at))
+            .map_or(&[], |(_, users)| users.as_slice())
+    }
+}
+
+/// `container "a", init container "b"`.
+fn labels(users: &[&Container]) -> String {
+    let labels: Vec<String> = users.iter().map(|c| c.label()).collect();
+    labels.join(", ")
 }
 
 pub(super) fn image_volumes(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // Only mounted volumes count: an image volume no container mounts is
     // pulled but never reaches the VM. Volumes by name, once per pod.
-    let mut images = std::collections::BTreeMap::new();
-    for v in &pod.volumes {
-        if let Some(reference) = &v.image {
-            images.entry(v.name.as_str()).or_insert(reference.as_str());
-        }
-    }
+    let images = first_by_name(
+        (pod.volumes.iter()).filter_map(|v| Some((v.name.as_str(), v.image.as_deref()?))),
+    );
     if images.is_empty() {
         return;
     }
-    let mut mounted = Grouped::default();
-    for c in &pod.containers {
-        for m in &c.mounts {
-            if let Some((name, _)) = images.get_key_value(m.volume.as_str()) {
-                mounted.add(name, c);
-            }
-        }
-    }
+    let mounted = Grouped::mounts(pod, |volume| images.contains_key(volume));
     for (name, users) in mounted.entries {
         let image = match images.get(name) {
             Some(reference) if !reference.is_empty() => format!(" (image {reference:?})"),
@@ -278,7 +352,7 @@ pub(super) fn image_volumes(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
         };
         add(format!(
             "image volume {name:?}{image}, mounted by {}, is an OCI image that Kata cannot mount inside its VM",
-            users.join(", ")
+            labels(&users)
         ));
     }
 }
@@ -310,12 +384,12 @@ pub(super) fn seccomp(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
 pub(super) fn app_armor(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     // The container's field, then its annotation, then the pod's field: the
     // kubelet's order.
+    let annotations = first_by_name(
+        (pod.app_armor_annotations.iter()).map(|(name, value)| (name.as_str(), value.as_str())),
+    );
     for c in &pod.containers {
-        let annotation = pod
-            .app_armor_annotations
-            .iter()
-            .find(|(name, _)| *name == c.name)
-            .map(|(_, value)| value.as_str());
+        step();
+        let annotation = annotations.get(c.name.as_str()).copied();
         let (profile, from) = if let Some(own) = &c.security.app_armor {
             (confines(Some(own)), String::new())
         } else if let Some(value) = annotation {

@@ -791,3 +791,167 @@ fn dra_extended_resources_name_the_device_class_and_the_containers() {
     // Without dynamicResources, judged as before (as a resource).
     assert!(enabled(pod, &["deviceResources", "imageVolumes"]).is_empty());
 }
+
+/// The hostile shapes a tenant can send, `n` elements each: every rule must
+/// do work linear in them (counted in steps, never timed): ×4 the input,
+/// at most ×5 the steps. A rule that walks one list per element of another
+/// takes ×16.
+#[test]
+fn work_is_linear_in_the_pod() {
+    use super::rules::work;
+    fn container(name: String, mounts: Vec<Mount>, claims: Vec<String>) -> Container {
+        Container {
+            name,
+            mounts,
+            claims,
+            ..Container::default()
+        }
+    }
+    fn mount(volume: String, propagation: Option<&str>) -> Mount {
+        Mount {
+            volume,
+            propagation: propagation.map(str::to_string),
+            sub_path: None,
+        }
+    }
+    fn host_path(name: String) -> Volume {
+        Volume {
+            name,
+            host_path: Some(HostPath {
+                path: "/var/lib/data".into(),
+                kind: String::new(),
+            }),
+            ..Volume::default()
+        }
+    }
+    type Shape = (&'static str, fn(usize) -> RuntimeFacts);
+    let shapes: [Shape; 7] = [
+        (
+            "hostPath volumes, one container mounting each in reverse order",
+            |n| RuntimeFacts {
+                volumes: (0..n).map(|i| host_path(format!("v{i}"))).collect(),
+                containers: vec![container(
+                    "c".into(),
+                    (0..n).rev().map(|i| mount(format!("v{i}"), None)).collect(),
+                    Vec::new(),
+                )],
+                ..RuntimeFacts::default()
+            },
+        ),
+        (
+            "hostPath volumes, and as many mounts naming none of them",
+            |n| RuntimeFacts {
+                volumes: (0..n).map(|i| host_path(format!("v{i}"))).collect(),
+                containers: vec![container(
+                    "c".into(),
+                    (0..n)
+                        .map(|i| mount(format!("dangling{i}"), None))
+                        .collect(),
+                    Vec::new(),
+                )],
+                ..RuntimeFacts::default()
+            },
+        ),
+        (
+            "hostPath volumes, each mounted with Bidirectional propagation in reverse order",
+            |n| RuntimeFacts {
+                volumes: (0..n).map(|i| host_path(format!("v{i}"))).collect(),
+                containers: vec![container(
+                    "c".into(),
+                    (0..n)
+                        .rev()
+                        .map(|i| mount(format!("v{i}"), Some("Bidirectional")))
+                        .collect(),
+                    Vec::new(),
+                )],
+                ..RuntimeFacts::default()
+            },
+        ),
+        ("DRA claims, one container naming all of them", |n| {
+            RuntimeFacts {
+                resource_claims: (0..n)
+                    .map(|i| ResourceClaim {
+                        name: format!("claim{i}"),
+                        source: None,
+                    })
+                    .collect(),
+                containers: vec![container(
+                    "c".into(),
+                    Vec::new(),
+                    (0..n).rev().map(|i| format!("claim{i}")).collect(),
+                )],
+                ..RuntimeFacts::default()
+            }
+        }),
+        (
+            "image volumes, one container mounting each in reverse order",
+            |n| RuntimeFacts {
+                volumes: (0..n)
+                    .map(|i| Volume {
+                        name: format!("v{i}"),
+                        image: Some("registry.example.com/x:1".into()),
+                        ..Volume::default()
+                    })
+                    .collect(),
+                containers: vec![container(
+                    "c".into(),
+                    (0..n).rev().map(|i| mount(format!("v{i}"), None)).collect(),
+                    Vec::new(),
+                )],
+                ..RuntimeFacts::default()
+            },
+        ),
+        (
+            "containers, each with an AppArmor annotation, in reverse order",
+            |n| RuntimeFacts {
+                containers: (0..n)
+                    .map(|i| container(format!("c{i}"), Vec::new(), Vec::new()))
+                    .collect(),
+                app_armor_annotations: (0..n)
+                    .rev()
+                    .map(|i| (format!("c{i}"), "runtime/default".to_string()))
+                    .collect(),
+                ..RuntimeFacts::default()
+            },
+        ),
+        (
+            "containers, each asking for a DeviceClass's extended resource",
+            |n| RuntimeFacts {
+                containers: (0..n)
+                    .map(|i| Container {
+                        resources: vec![format!(
+                            "{}class{}",
+                            super::rules::DEVICE_CLASS_RESOURCE_PREFIX,
+                            i % 7
+                        )],
+                        ..container(format!("c{i}"), Vec::new(), Vec::new())
+                    })
+                    .collect(),
+                ..RuntimeFacts::default()
+            },
+        ),
+    ];
+    let devices = ResourceNames::default();
+    let rules = Rules {
+        features: FeatureSet::of(Feature::ALL),
+        socket_paths: &[],
+        device_resources: &devices,
+    };
+    for (shape, pod) in shapes {
+        let steps = |n: usize| {
+            let pod = pod(n);
+            work::count(|| {
+                check(&pod, &rules);
+            })
+        };
+        let (small, large) = (steps(500), steps(2000));
+        assert!(
+            small >= 500,
+            "{shape}: {small} steps for 500 elements: not counted"
+        );
+        assert!(
+            large <= 5 * small,
+            "{shape}: {small} steps for 500 elements, {large} for 2,000"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! bound and used on this node? The claims are resolved from the cluster
 //! once per pod (`crate::volumes`); this is the per-node part.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorTerm, TopologySelectorTerm};
 
@@ -218,7 +218,7 @@ impl VolumeCheck {
     /// Whether every unbound claim finds a PV (each PV used once) or can be
     /// provisioned for this node.
     fn can_bind(&self, node: &Node) -> bool {
-        let mut used: Vec<&str> = Vec::new();
+        let mut used: BTreeSet<&str> = BTreeSet::new();
         self.unbound.iter().all(|claim| {
             match claim.selected_node.as_deref() {
                 Some(selected) if selected != node.name() => return false,
@@ -233,7 +233,7 @@ impl VolumeCheck {
             });
             match found {
                 Some(v) => {
-                    used.push(&v.name);
+                    used.insert(&v.name);
                     true
                 }
                 None => claim.provisioning.as_ref().is_some_and(|p| p.admits(node)),

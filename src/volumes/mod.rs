@@ -12,7 +12,7 @@
 
 pub mod objects;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::{Cluster, LookupError, Subject, VolumeKind};
 use crate::scheduling::volume_binding::{
@@ -77,7 +77,8 @@ pub fn resolve(
     // Unbound claims are matched after the others: a free PV that a
     // pre-bound claim will take is no candidate for them.
     let mut pending = Vec::new();
-    let mut taken = Vec::new();
+    // PVs bound or pre-bound to the pod's claims, by name.
+    let mut taken = BTreeSet::new();
     for volume in pod.claims {
         let (claim, name, zone_checked) = match &volume.source {
             ClaimSource::Claim(name) => {
@@ -109,7 +110,7 @@ pub fn resolve(
                         })?,
                 };
                 bound.push(VolumeAffinity::new(pv.required_affinity()));
-                taken.push(pv.metadata.name.clone());
+                taken.insert(pv.metadata.name.clone());
                 if zone_checked {
                     zones.push(VolumeZones::from_labels(|k| pv.metadata.label(k)));
                 }
@@ -383,7 +384,7 @@ impl<C: Cluster> Reader<'_, C> {
         name: &str,
         namespace: &str,
         persistent: bool,
-        taken: &[String],
+        taken: &BTreeSet<String>,
     ) -> Result<UnboundClaim, Refusal> {
         let class_name = match claim.class() {
             Some(class) => class.to_string(),
