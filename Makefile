@@ -99,11 +99,14 @@ e2e-tests-local: policy.wasm $(KWRUN)
 # The benchmark guest: policy.wasm's code plus bench-only functions (floor,
 # transfer, memory probe), built with the release settings into its own dir.
 BENCH_GUEST := target/wasm32-wasip1/bench-wasm/kata_runtime_policy.wasm
+# Cost against pod size: the element counts of the tenant-shaped pods.
+POD_SIZES ?= 1000,4000,16000
 
 .PHONY: bench
 bench: policy.wasm $(KWRUN)
 	cargo build --profile bench-wasm --target wasm32-wasip1 -p kata-runtime-policy --features bench
 	target/debug/kwbench $(BENCH_GUEST) policy.wasm $(BENCH_ARGS) | tee target/bench.md
+	target/debug/kwbench $(BENCH_GUEST) --pod-sizes $(POD_SIZES) | tee target/bench-pod-size.md
 
 # One Pod CREATE under the real policy-server at NODES kata nodes (etcd,
 # kube-apiserver and policy-server on loopback), runtimeHandlerCheck off

@@ -15,7 +15,7 @@
 //!                [--modes replay,model] [--handler-check auto|required|off]
 //!                [--masks plain|names] [--baseline OTHER_GUEST.wasm
 //!                [--baseline-check auto|required|off] [--baseline-masks plain|names]
-//!                [--baseline-annotate]] [--annotate]
+//!                [--baseline-annotate]] [--annotate] [--pod-sizes 1000,4000,16000]
 //!
 //! `--handler-check` is the policy's `runtimeHandlerCheck` setting (the
 //! node queries follow it: `off` asks no handler). `--baseline` times another
@@ -25,6 +25,10 @@
 //! cases about handlers are left out). `--annotate` / `--baseline-annotate`
 //! set `annotateDecision: true` (the decision annotation on every admitted
 //! pod): the same guest as its own baseline measures what it costs.
+//! `--pod-sizes` times pod shapes a tenant may send (hostPath volumes ×
+//! mounts, DRA claims × container claims, dangling mounts, many
+//! containers, env and ports) at those element counts, against a pod of
+//! emptyDir volumes of the same size, instead of the node cases.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
@@ -36,6 +40,9 @@ use anyhow::{Context, Result, bail};
 use kwrun::clustergen::{self, Runtime, View};
 use kwrun::{CallbackRequest, Exchange, Policy, Response, Session};
 use serde_json::{Value, json};
+
+#[path = "kwbench/pod_size.rs"]
+mod pod_size;
 
 /// Counts live heap bytes while [`COUNTING`] is set: the size of the
 /// host-side cache of parsed nodes. Off, it costs one relaxed load.
@@ -759,6 +766,7 @@ fn main() -> Result<()> {
     let mut baseline_masks = None;
     let mut annotate = false;
     let mut baseline_annotate = false;
+    let mut pod_sizes: Option<Vec<usize>> = None;
     let list = |value: Option<String>, flag: &str| -> Result<Vec<String>> {
         Ok(value
             .with_context(|| format!("{flag} needs a value"))?
@@ -773,6 +781,14 @@ fn main() -> Result<()> {
                     .iter()
                     .map(|s| s.parse())
                     .collect::<Result<_, _>>()?
+            }
+            "--pod-sizes" => {
+                pod_sizes = Some(
+                    list(args.next(), "--pod-sizes")?
+                        .iter()
+                        .map(|s| s.parse())
+                        .collect::<Result<_, _>>()?,
+                )
             }
             "--seconds" => seconds = args.next().context("--seconds needs a value")?.parse()?,
             "--cases" => only = Some(list(args.next(), "--cases")?),
@@ -796,7 +812,7 @@ fn main() -> Result<()> {
             "usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100] [--seconds S] \
              [--cases 0,a,…] [--modes replay,model] [--handler-check auto|required|off] [--masks plain|names] \
              [--baseline OTHER_GUEST.wasm [--baseline-check auto|required|off] [--baseline-masks plain|names] \
-             [--baseline-annotate]] [--annotate]"
+             [--baseline-annotate]] [--annotate] [--pod-sizes 1000,4000,16000]"
         );
     };
     let guest = Guest::new(guest_path, config(check, masks, annotate))?;
@@ -811,6 +827,9 @@ fn main() -> Result<()> {
         .transpose()?;
     let config = guest.config;
     let budget = Duration::from_secs_f64(seconds);
+    if let Some(pod_sizes) = pod_sizes {
+        return pod_size::run(&guest, baseline.as_ref(), &pod_sizes, budget);
+    }
     let selected =
         |c: &Case| only.as_ref().is_none_or(|o| o.iter().any(|id| id == c.id)) && guest.runs(c);
 
