@@ -52,6 +52,7 @@ impl fmt::Display for Finding {
 /// Every use of an enabled feature, in feature order, then pod order.
 pub fn check(pod: &RuntimeFacts, settings: &Rules) -> Vec<Finding> {
     let mut findings = Vec::new();
+    let lookups = rules::Lookups::new(pod);
     for feature in settings.features.iter() {
         let mut add = |detail: String| findings.push(Finding { feature, detail });
         match feature {
@@ -59,9 +60,9 @@ pub fn check(pod: &RuntimeFacts, settings: &Rules) -> Vec<Finding> {
             Feature::UserNamespaces => rules::user_namespaces(pod, &mut add),
             Feature::Windows => rules::windows(pod, &mut add),
             Feature::Privileged => rules::privileged(pod, &mut add),
-            Feature::HostSockets => rules::host_sockets(pod, settings.socket_paths, &mut add),
-            Feature::HostDevices => rules::host_devices(pod, &mut add),
-            Feature::MountPropagation => rules::mount_propagation(pod, &mut add),
+            Feature::HostSockets => rules::host_sockets(&lookups, settings.socket_paths, &mut add),
+            Feature::HostDevices => rules::host_devices(&lookups, &mut add),
+            Feature::MountPropagation => rules::mount_propagation(&lookups, &mut add),
             Feature::DeviceResources => {
                 rules::device_resources(pod, settings.device_resources, &mut add)
             }
@@ -71,7 +72,7 @@ pub fn check(pod: &RuntimeFacts, settings: &Rules) -> Vec<Finding> {
             Feature::SeLinux => rules::se_linux(pod, &mut add),
             Feature::SubPath => rules::sub_path(pod, &mut add),
             Feature::MemoryEmptyDirLimit => rules::memory_empty_dir_limit(pod, &mut add),
-            Feature::ImageVolumes => rules::image_volumes(pod, &mut add),
+            Feature::ImageVolumes => rules::image_volumes(&lookups, &mut add),
         }
     }
     findings

@@ -1,6 +1,7 @@
 //! One rule per feature: each adds a finding's detail per use.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use super::facts::*;
@@ -34,6 +35,35 @@ mod work {
 }
 
 use work::step;
+
+/// What several rules look up by name, indexed once per pod, on first use:
+/// the volumes' users (mounts by volume) and the volumes themselves.
+pub(super) struct Lookups<'a> {
+    pub pod: &'a RuntimeFacts,
+    mounts: OnceCell<Grouped<'a>>,
+    volumes: OnceCell<BTreeMap<&'a str, &'a Volume>>,
+}
+
+impl<'a> Lookups<'a> {
+    pub fn new(pod: &'a RuntimeFacts) -> Self {
+        Lookups {
+            pod,
+            mounts: OnceCell::new(),
+            volumes: OnceCell::new(),
+        }
+    }
+
+    /// Every mounted volume name with the containers that mount it.
+    fn mounts(&self) -> &Grouped<'a> {
+        self.mounts.get_or_init(|| Grouped::mounts(self.pod))
+    }
+
+    /// The first volume of each name.
+    fn volumes(&self) -> &BTreeMap<&'a str, &'a Volume> {
+        (self.volumes)
+            .get_or_init(|| first_by_name(self.pod.volumes.iter().map(|v| (v.name.as_str(), v))))
+    }
+}
 
 /// The first entry of each name: what a lookup by name finds, as a list
 /// scanned from the start would (the API server refuses duplicate names,
@@ -96,13 +126,14 @@ pub(super) fn privileged(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
 /// Each hostPath volume with the containers that mount it; a volume no
 /// container mounts is reported once, without a container.
 fn host_path_uses<'a>(
-    pod: &'a RuntimeFacts,
+    lookups: &Lookups<'a>,
     mut visit: impl FnMut(&'a Volume, &'a HostPath, Option<&'a Container>),
 ) {
+    let pod = lookups.pod;
     if !pod.volumes.iter().any(|v| v.host_path.is_some()) {
         return;
     }
-    let mounts = Grouped::mounts(pod, |_| true);
+    let mounts = lookups.mounts();
     for volume in &pod.volumes {
         step();
         let Some(host_path) = &volume.host_path else {
@@ -137,11 +168,11 @@ fn describe(container: Option<&Container>, volume: &Volume, what: &str) -> Strin
 }
 
 pub(super) fn host_sockets(
-    pod: &RuntimeFacts,
+    lookups: &Lookups,
     socket_paths: &[Cow<'static, str>],
     add: &mut impl FnMut(String),
 ) {
-    host_path_uses(pod, |volume, host_path, container| {
+    host_path_uses(lookups, |volume, host_path, container| {
         let path = &host_path.path;
         let what = if host_path.kind == "Socket" || is_socket_name(path) {
             format!("host socket {path}")
@@ -166,8 +197,8 @@ fn is_socket_name(path: &str) -> bool {
     last.ends_with(".sock") || last.ends_with(".socket")
 }
 
-pub(super) fn host_devices(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
-    host_path_uses(pod, |volume, host_path, container| {
+pub(super) fn host_devices(lookups: &Lookups, add: &mut impl FnMut(String)) {
+    host_path_uses(lookups, |volume, host_path, container| {
         let path = &host_path.path;
         // Block devices are hot-plugged into the guest and work.
         let device = host_path.kind == "CharDevice"
@@ -182,12 +213,11 @@ pub(super) fn host_devices(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     });
 }
 
-pub(super) fn mount_propagation(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn mount_propagation(lookups: &Lookups, add: &mut impl FnMut(String)) {
+    let pod = lookups.pod;
     // Only hostPath mounts: propagation means nothing for other volumes, and
     // Pod Security Admission (baseline) already forbids hostPath, so no
     // tenant can leave Kata by adding HostToContainer to an emptyDir.
-    // The volumes by name, once, when the first propagating mount needs them.
-    let mut volumes = None;
     for c in &pod.containers {
         for m in &c.mounts {
             step();
@@ -197,10 +227,8 @@ pub(super) fn mount_propagation(pod: &RuntimeFacts, add: &mut impl FnMut(String)
             if !matches!(mode, "HostToContainer" | "Bidirectional") {
                 continue;
             }
-            let volumes = volumes.get_or_insert_with(|| {
-                first_by_name(pod.volumes.iter().map(|v| (v.name.as_str(), v)))
-            });
-            let host_path = (volumes.get(m.volume.as_str())).and_then(|v| v.host_path.as_ref());
+            let host_path =
+                (lookups.volumes().get(m.volume.as_str())).and_then(|v| v.host_path.as_ref());
             if let Some(host_path) = host_path {
                 add(format!(
                     "{} mounts hostPath volume {:?} ({}) with mountPropagation {mode}, which does not cross the Kata VM boundary",
@@ -294,15 +322,13 @@ struct Grouped<'a> {
 }
 
 impl<'a> Grouped<'a> {
-    /// The volumes the pod's containers mount, among those `keep` selects.
-    fn mounts(pod: &'a RuntimeFacts, keep: impl Fn(&str) -> bool) -> Self {
+    /// The volumes the pod's containers mount.
+    fn mounts(pod: &'a RuntimeFacts) -> Self {
         let mut mounts = Grouped::default();
         for c in &pod.containers {
             for m in &c.mounts {
                 step();
-                if keep(&m.volume) {
-                    mounts.add(&m.volume, c);
-                }
+                mounts.add(&m.volume, c);
             }
         }
         mounts
@@ -335,7 +361,8 @@ fn labels(users: &[&Container]) -> String {
     labels.join(", ")
 }
 
-pub(super) fn image_volumes(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
+pub(super) fn image_volumes(lookups: &Lookups, add: &mut impl FnMut(String)) {
+    let pod = lookups.pod;
     // Only mounted volumes count: an image volume no container mounts is
     // pulled but never reaches the VM. Volumes by name, once per pod.
     let images = first_by_name(
@@ -344,15 +371,16 @@ pub(super) fn image_volumes(pod: &RuntimeFacts, add: &mut impl FnMut(String)) {
     if images.is_empty() {
         return;
     }
-    let mounted = Grouped::mounts(pod, |volume| images.contains_key(volume));
-    for (name, users) in mounted.entries {
+    for (name, users) in &lookups.mounts().entries {
+        step();
         let image = match images.get(name) {
+            None => continue,
             Some(reference) if !reference.is_empty() => format!(" (image {reference:?})"),
-            _ => String::new(),
+            Some(_) => String::new(),
         };
         add(format!(
             "image volume {name:?}{image}, mounted by {}, is an OCI image that Kata cannot mount inside its VM",
-            labels(&users)
+            labels(users)
         ));
     }
 }
