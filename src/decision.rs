@@ -12,12 +12,13 @@ use crate::request::AdmissionRequest;
 use crate::runtime_class;
 use crate::scheduling::node_features::FeatureNeeds;
 use crate::scheduling::runtime_handler::HandlerNeeds;
-use crate::scheduling::{Broken, Constraints, Feasibility};
+use crate::scheduling::{Broken, Constraints, Diagnosis, Feasibility};
 use crate::settings::{HandlerCheck, Outcome, Settings};
 use crate::volumes::{self, PodRef, Refusal as VolumeRefusal};
 
 pub mod explain;
 mod pinned;
+mod probed;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -174,7 +175,13 @@ fn judge_class(
     if let Some(names) = constraints.pinned_nodes() {
         return pinned::judge(settings, cluster, &constraints, &names, masks);
     }
-    let nodes = listed(settings, cluster, masks)?;
+    may_list_nodes(settings, cluster)?;
+    // Without a label the candidates are every node, few of them Kata:
+    // reading them by name would mostly miss.
+    if masks != NodeMasks::Plain && settings.host_label_selector().is_some() {
+        return probed::judge(settings, cluster, &constraints, masks);
+    }
+    let nodes = list_nodes(settings, cluster, masks)?;
     feasible(&constraints, &nodes, settings)
 }
 
@@ -221,13 +228,12 @@ fn constraints(
         }))
 }
 
-/// The kata node list, once policy-server may list it.
-fn listed(
+/// The kata node list; ask [`may_list_nodes`] first.
+fn list_nodes(
     settings: &Settings,
     cluster: &impl Cluster,
     masks: NodeMasks,
 ) -> Result<Vec<u8>, NoKata> {
-    may_list_nodes(settings, cluster)?;
     cluster
         .kata_nodes(settings.host_label_selector(), masks)
         .map_err(|e| lookup_failed("cannot list kata nodes", &e))
@@ -239,14 +245,18 @@ fn feasible(
     node_bytes: &[u8],
     settings: &Settings,
 ) -> Result<Option<Broken<'static>>, NoKata> {
-    let (diagnosis, bound_elsewhere) = match constraints.find_feasible(node_bytes) {
-        Ok(Feasibility::Fits { broken }) => return Ok(broken.map(Broken::into_owned)),
+    match constraints.find_feasible(node_bytes) {
+        Ok(Feasibility::Fits { broken }) => Ok(broken.map(Broken::into_owned)),
         Ok(Feasibility::NoneFits {
             diagnosis,
             bound_elsewhere,
-        }) => (diagnosis, bound_elsewhere),
-        Err(e) => return Err(NoKata::new(Cause::LookupFailure, e)),
-    };
+        }) => Err(no_fit(&diagnosis, bound_elsewhere, settings)),
+        Err(e) => Err(NoKata::new(Cause::LookupFailure, e)),
+    }
+}
+
+/// Why no listed kata node can run the pod.
+fn no_fit(diagnosis: &Diagnosis, bound_elsewhere: Option<String>, settings: &Settings) -> NoKata {
     let why = if diagnosis.total() == 0 {
         format!(
             "no node matches kataNodeSelector {:?}",
@@ -257,7 +267,7 @@ fn feasible(
     } else {
         diagnosis.to_string()
     };
-    Err(NoKata::new(Cause::NoFeasibleNode, why))
+    NoKata::new(Cause::NoFeasibleNode, why)
 }
 
 /// What the pod needs of a node's runtime handler, unless

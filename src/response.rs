@@ -142,6 +142,7 @@ mod tests {
     fn a_mutation_with_broken_nodes_warns() {
         let mut broken = Broken {
             pickable: 2,
+            whole: true,
             ..Broken::default()
         };
         broken.lacks.insert(

@@ -90,6 +90,10 @@ struct FakeCluster {
     queries: RefCell<Vec<String>>,
     /// The masks of every node query, in order.
     masks: RefCell<Vec<NodeMasks>>,
+    /// The masks of every node list, in order.
+    listed: RefCell<Vec<NodeMasks>>,
+    /// What a GET of these nodes answers instead (deleted, changed, failing).
+    reads: Vec<(&'static str, Result<Option<Value>, LookupError>)>,
 }
 
 impl FakeCluster {
@@ -109,6 +113,8 @@ impl FakeCluster {
             volume_error: None,
             queries: RefCell::default(),
             masks: RefCell::default(),
+            listed: RefCell::default(),
+            reads: Vec::new(),
         }
     }
     fn with_volume_objects(mut self, objects: Vec<Value>) -> Self {
@@ -132,6 +138,7 @@ impl Cluster for FakeCluster {
     }
     fn kata_nodes(&self, selector: Option<&str>, masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
         self.masks.borrow_mut().push(masks);
+        self.listed.borrow_mut().push(masks);
         self.queries
             .borrow_mut()
             .push(format!("Nodes {selector:?}"));
@@ -153,6 +160,11 @@ impl Cluster for FakeCluster {
     fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         self.masks.borrow_mut().push(masks);
         self.queries.borrow_mut().push(format!("Node {name}"));
+        if let Some((_, answer)) = self.reads.iter().find(|(n, _)| *n == name) {
+            return answer
+                .clone()
+                .map(|o| o.map(|n| masked(&n, masks).to_string().into_bytes()));
+        }
         let list: Value =
             serde_json::from_slice(self.nodes.as_ref().map_err(Clone::clone)?).unwrap();
         Ok(self
@@ -1398,6 +1410,7 @@ fn access_to_nodes_is_asked_before_the_list() {
             format!("CanI list nodes as system:serviceaccount:kubewarden:policy-server {groups}"),
             format!("CanI watch nodes as system:serviceaccount:kubewarden:policy-server {groups}"),
             "Nodes Some(\"katacontainers.io/kata-runtime=true\")".to_string(),
+            "Node worker-1".to_string(),
         ]
     );
 }

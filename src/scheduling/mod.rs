@@ -20,6 +20,7 @@ pub mod volume_zone;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
@@ -277,6 +278,17 @@ impl Constraints {
         node: &Node<'n>,
         memo: &mut FitMemo<'n>,
     ) -> Result<(), Unfit<'n>> {
+        self.scheduler_filters(node, memo)?;
+        self.kubelet_gates(node)
+    }
+
+    /// The scheduler's filters (or, for a pod with `spec.nodeName`, the
+    /// kubelet's admission), without the gates on the node's runtime.
+    pub(crate) fn scheduler_filters<'n>(
+        &self,
+        node: &Node<'n>,
+        memo: &mut FitMemo<'n>,
+    ) -> Result<(), Unfit<'n>> {
         let untolerated = |effects: &[&str]| {
             first_untolerated(&node.spec.taints, &self.tolerations, effects).map(|t| {
                 Reason::UntoleratedTaint {
@@ -321,6 +333,12 @@ impl Constraints {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The kubelet's gates on the node's runtime, for a node that passes
+    /// every scheduler filter.
+    pub(crate) fn kubelet_gates<'n>(&self, node: &Node<'n>) -> Result<(), Unfit<'n>> {
         // Last: the scheduler (or the kubelet's admission) would take the
         // node, and the kubelet would then refuse the pod (its admission
         // reads the CRI's features), or the sandbox would fail on it.
@@ -345,6 +363,54 @@ impl Constraints {
             Ok(Some(unfit)) => Err(unfit),
             Err(why) => Err(Reason::Unreadable(why.into()).into()),
         }
+    }
+
+    /// The scheduler's half of [`find_feasible`](Self::find_feasible): each
+    /// node of the list that passes every scheduler filter goes to
+    /// `candidate`, in list order, until it says stop; the kubelet's gates
+    /// are the caller's. `Ok(None)` once a candidate was offered, else why
+    /// no node passes, exactly as `find_feasible` says it (a node that
+    /// fails a scheduler filter never reaches a kubelet gate).
+    pub fn scan_candidates<'n>(
+        &self,
+        node_list: &'n [u8],
+        mut candidate: impl FnMut(&Node<'n>) -> ControlFlow<()>,
+    ) -> Result<Option<Feasibility<'n>>, String> {
+        let mut memo = FitMemo::default();
+        let mut diagnosis = Diagnosis::default();
+        let mut offered = false;
+        let mut unreadable = None;
+        let mut named_node_seen = false;
+        scan_node_list(node_list, KeyFilter::Only(&self.label_keys), |node| {
+            named_node_seen |= self.node_name.as_deref() == Some(node.name());
+            match self.scheduler_filters(node, &mut memo) {
+                Ok(()) => {
+                    offered = true;
+                    candidate(node)
+                }
+                Err(Unfit {
+                    first: Reason::Unreadable(why),
+                    ..
+                }) => {
+                    unreadable = Some(why);
+                    ControlFlow::Break(())
+                }
+                Err(_) if offered => ControlFlow::Continue(()),
+                Err(unfit) => {
+                    diagnosis.record(unfit);
+                    ControlFlow::Continue(())
+                }
+            }
+        })?;
+        if let Some(why) = unreadable {
+            return Err(format!(
+                "the node list from the cluster is not a valid NodeList: {why}"
+            ));
+        }
+        Ok((!offered).then(|| Feasibility::NoneFits {
+            diagnosis,
+            bound_elsewhere: self.node_name.clone().filter(|_| !named_node_seen),
+        }))
     }
 
     /// Whether any node of the host's NodeList can run the pod; if none can,
@@ -374,8 +440,13 @@ impl Constraints {
 /// node can: the pod still gets Kata, with a warning naming them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Broken<'n> {
-    /// Nodes that pass every scheduler filter, broken ones included.
+    /// Nodes that pass every scheduler filter, broken ones included, among
+    /// those judged.
     pub pickable: usize,
+    /// Whether every node the scheduler may pick was judged; else only the
+    /// candidates met until one could start the pod, and there may be more
+    /// broken nodes.
+    pub whole: bool,
     /// How many broken nodes, by reason.
     pub lacks: BTreeMap<Lack, usize>,
     /// The first [`Broken::NAMED`] broken node names in sorted order, so
@@ -388,7 +459,7 @@ impl<'n> Broken<'n> {
 
     /// Records a node that passes every scheduler filter and fails a
     /// kubelet gate (the runtime handler, or the CRI's features).
-    pub fn record(&mut self, node: &Node<'n>, lack: &Lack) {
+    pub fn record(&mut self, name: Cow<'n, str>, lack: &Lack) {
         self.pickable += 1;
         match self.lacks.get_mut(lack) {
             Some(count) => *count += 1,
@@ -396,10 +467,9 @@ impl<'n> Broken<'n> {
                 self.lacks.insert(lack.clone(), 1);
             }
         }
-        let name = &node.metadata.name.0;
         let at = self.names.partition_point(|n| n.as_ref() < name.as_ref());
         if at < Self::NAMED {
-            self.names.insert(at, name.clone());
+            self.names.insert(at, name);
             self.names.truncate(Self::NAMED);
         }
     }
@@ -408,6 +478,7 @@ impl<'n> Broken<'n> {
     pub fn into_owned(self) -> Broken<'static> {
         Broken {
             pickable: self.pickable,
+            whole: self.whole,
             lacks: self.lacks,
             names: (self.names.into_iter())
                 .map(|n| Cow::Owned(n.into_owned()))
@@ -427,14 +498,18 @@ impl<'n> Broken<'n> {
 
 impl std::fmt::Display for Broken<'_> {
     /// `1 of 2 kata nodes that can take this pod do not report runtime
-    /// handler "kata-qemu" (kata-broken)`
+    /// handler "kata-qemu" (kata-broken)`; when only the nodes met were
+    /// judged, `at least 1 kata node(s) that can take this pod …`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let count = self.count();
-        write!(
-            f,
-            "{count} of {} kata nodes that can take this pod ",
-            self.pickable
-        )?;
+        match self.whole {
+            true => write!(
+                f,
+                "{count} of {} kata nodes that can take this pod ",
+                self.pickable
+            )?,
+            false => write!(f, "at least {count} kata node(s) that can take this pod ")?,
+        }
         match self.lacks.keys().next() {
             Some(lack) if self.lacks.len() == 1 => write!(f, "{lack}")?,
             _ => {

@@ -30,7 +30,10 @@ impl<'c, 'n> Tally<'c, 'n> {
             constraints,
             memo: FitMemo::default(),
             diagnosis: Diagnosis::default(),
-            broken: Broken::default(),
+            broken: Broken {
+                whole: true,
+                ..Broken::default()
+            },
             fits: false,
             whole_list: constraints.has_kubelet_gates(),
             unreadable: None,
@@ -62,7 +65,7 @@ impl<'c, 'n> Tally<'c, 'n> {
                 first: Reason::Runtime(lack),
                 ..
             }) => {
-                self.broken.record(node, &lack);
+                self.broken.record(node.metadata.name.0.clone(), &lack);
                 if !self.fits {
                     self.diagnosis.record(Reason::Runtime(lack).into());
                 }

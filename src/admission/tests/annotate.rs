@@ -159,11 +159,11 @@ fn a_partial_cluster_is_annotated_with_its_warning() {
     broken["status"] = handlers(&["", "runc"]);
     let object = pod(named(), json!({"containers": containers()}));
     let (off, on) = off_and_on(&object, &json!({}), || {
-        FakeCluster::new(vec![good.clone(), broken.clone()])
+        FakeCluster::new(vec![broken.clone(), good.clone()])
     });
     assert_eq!(
         added_annotation(&off, &on, &object).unwrap(),
-        "mutated: kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report \
+        "mutated: kata runtime assigned, but at least 1 kata node(s) that can take this pod do not report \
          runtime handler \"kata\" (kata-broken): if the scheduler picks one, the pod will not start"
     );
     assert!(matches!(on, Seen::Mutate { warn: true, .. }));

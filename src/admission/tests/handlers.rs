@@ -58,7 +58,17 @@ fn a_labelled_node_whose_runtime_never_loaded_kata_does_not_count() {
         leave_text(&decide_payload(&plain(), &cluster)),
         "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler \"kata-qemu\""
     );
-    assert_eq!(*cluster.masks.borrow(), [NodeMasks::HandlerNames]);
+    // The list `off` reads, each candidate by name, then (no candidate can
+    // start the pod) the list with the handlers, for the whole diagnosis.
+    assert_eq!(
+        *cluster.masks.borrow(),
+        [
+            NodeMasks::Plain,
+            NodeMasks::HandlerNames,
+            NodeMasks::HandlerNames,
+            NodeMasks::HandlerNames
+        ]
+    );
     let strict = with_settings(
         json!({"containers": containers()}),
         json!({"noFeasibleNode": "reject"}),
@@ -121,12 +131,140 @@ fn a_partial_cluster_gives_kata_and_names_the_broken_nodes() {
         reporting("kata-good", Some(kata_deploy_handlers(false))),
         reporting("kata-broken", Some(runc_only())),
     ];
-    let expected = "kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report runtime \
-                    handler \"kata-qemu\" (kata-broken): if the scheduler picks one, the pod will not start";
-    for order in [nodes.clone(), nodes.into_iter().rev().collect()] {
-        let d = decide_payload(&plain(), &qemu_cluster(order));
-        assert_eq!(warned_mutation(&d), expected);
-        assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    // Candidates are read by name in list order until one can start the
+    // pod: the broken nodes met before it are named.
+    let reversed = qemu_cluster(nodes.iter().rev().cloned().collect());
+    let d = decide_payload(&plain(), &reversed);
+    assert_eq!(
+        warned_mutation(&d),
+        "kata runtime assigned, but at least 1 kata node(s) that can take this pod do not report runtime \
+         handler \"kata-qemu\" (kata-broken): if the scheduler picks one, the pod will not start"
+    );
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+    assert_eq!(
+        reversed.queries.borrow()[3..],
+        [
+            "Nodes Some(\"katacontainers.io/kata-runtime=true\")",
+            "Node kata-broken",
+            "Node kata-good"
+        ]
+    );
+    // The good node first: no other node is read, none is named.
+    let d = decide_payload(&plain(), &qemu_cluster(nodes));
+    assert!(matches!(d, Seen::Mutate { warn: false, .. }));
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata");
+}
+
+fn node_queries(cluster: &FakeCluster) -> Vec<String> {
+    (cluster.queries.borrow().iter())
+        .filter(|q| q.starts_with("Node"))
+        .cloned()
+        .collect()
+}
+
+const LIST: &str = "Nodes Some(\"katacontainers.io/kata-runtime=true\")";
+
+#[test]
+fn after_three_candidates_that_cannot_start_the_pod_the_list_with_handlers_answers() {
+    let mut nodes: Vec<Value> = (0..4)
+        .map(|i| reporting(&format!("broken-{i}"), Some(runc_only())))
+        .collect();
+    nodes.push(reporting("good", Some(kata_deploy_handlers(false))));
+    let cluster = qemu_cluster(nodes);
+    let d = decide_payload(&plain(), &cluster);
+    // The whole count, as the list with the handlers tells it.
+    assert_eq!(
+        warned_mutation(&d),
+        "kata runtime assigned, but 4 of 5 kata nodes that can take this pod do not report runtime handler \
+         \"kata-qemu\" (broken-0, broken-1, broken-2, broken-3): if the scheduler picks one, the pod will not start"
+    );
+    assert_eq!(
+        node_queries(&cluster),
+        [LIST, "Node broken-0", "Node broken-1", "Node broken-2", LIST]
+    );
+    assert_eq!(
+        *cluster.listed.borrow(),
+        [NodeMasks::Plain, NodeMasks::HandlerNames]
+    );
+}
+
+#[test]
+fn candidates_are_only_the_nodes_that_pass_every_scheduler_filter() {
+    let mut tainted = reporting("kata-tainted", Some(kata_deploy_handlers(false)));
+    tainted["spec"]["taints"] =
+        json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]);
+    let cluster = qemu_cluster(vec![
+        tainted,
+        reporting("kata-broken", Some(runc_only())),
+        reporting("kata-good", Some(kata_deploy_handlers(false))),
+    ]);
+    let d = decide_payload(&plain(), &cluster);
+    assert!(warned_mutation(&d).contains("at least 1 kata node(s)"));
+    assert_eq!(
+        node_queries(&cluster),
+        [LIST, "Node kata-broken", "Node kata-good"]
+    );
+    // No node passes the scheduler's filters: the list `off` reads answers
+    // alone, with the diagnosis the list with the handlers would give.
+    let pinned = qemu_cluster(vec![
+        reporting("kata-1", Some(kata_deploy_handlers(false))),
+        reporting("kata-2", Some(runc_only())),
+    ]);
+    assert_eq!(
+        leave_text(&decide_payload(&pod_request(master_pinned_spec()), &pinned)),
+        "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node \
+         affinity/selector"
+    );
+    assert_eq!(node_queries(&pinned), [LIST]);
+    assert_eq!(*pinned.masks.borrow(), [NodeMasks::Plain]);
+}
+
+#[test]
+fn a_candidate_read_by_name_is_judged_as_it_is_now() {
+    let good = || reporting("kata-good", Some(kata_deploy_handlers(false)));
+    let listed = || reporting("kata-1", Some(kata_deploy_handlers(false)));
+    // Deleted since the list was cached: passed over, not named.
+    let mut deleted = qemu_cluster(vec![listed(), good()]);
+    deleted.reads = vec![("kata-1", Ok(None))];
+    let d = decide_payload(&plain(), &deleted);
+    assert!(matches!(d, Seen::Mutate { warn: false, .. }));
+    assert_eq!(node_queries(&deleted), [LIST, "Node kata-1", "Node kata-good"]);
+    // Tainted since: passed over, not named.
+    let mut now = listed();
+    now["spec"]["taints"] = json!([{"key": "drain", "effect": "NoSchedule"}]);
+    let mut changed = qemu_cluster(vec![listed(), good()]);
+    changed.reads = vec![("kata-1", Ok(Some(now)))];
+    assert!(matches!(
+        decide_payload(&plain(), &changed),
+        Seen::Mutate { warn: false, .. }
+    ));
+    assert_eq!(node_queries(&changed), [LIST, "Node kata-1", "Node kata-good"]);
+    // Lost its handler since: named.
+    let mut broke = qemu_cluster(vec![listed(), good()]);
+    broke.reads = vec![("kata-1", Ok(Some(reporting("kata-1", Some(runc_only())))))];
+    assert!(warned_mutation(&decide_payload(&plain(), &broke)).contains("(kata-1)"));
+}
+
+#[test]
+fn a_read_by_name_that_fails_leaves_the_answer_to_the_list() {
+    for kind in [LookupErrorKind::Forbidden, LookupErrorKind::Failed] {
+        let mut cluster = qemu_cluster(vec![
+            reporting("kata-broken", Some(runc_only())),
+            reporting("kata-good", Some(kata_deploy_handlers(false))),
+        ]);
+        let error = LookupError {
+            kind,
+            message: "nodes \"kata-broken\" is forbidden".into(),
+        };
+        cluster.reads = vec![("kata-broken", Err(error))];
+        let d = decide_payload(&plain(), &cluster);
+        // Exactly the answer of the list with the handlers.
+        assert_eq!(
+            warned_mutation(&d),
+            "kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report runtime \
+             handler \"kata-qemu\" (kata-broken): if the scheduler picks one, the pod will not start"
+        );
+        assert_eq!(node_queries(&cluster), [LIST, "Node kata-broken", LIST]);
     }
 }
 
@@ -187,7 +325,10 @@ fn label_free_kata_lets_the_handler_alone_say_which_nodes_run_kata() {
         "kata runtime assigned, but 1 of 2 kata nodes that can take this pod report no runtime handlers \
          (plain-1): if the scheduler picks one, the pod will not start"
     );
-    assert!(cluster.queries.borrow().contains(&"Nodes None".to_string()));
+    // Without a label the candidates are every node: the list with the
+    // handlers, and no read by name.
+    assert_eq!(node_queries(&cluster), ["Nodes None"]);
+    assert_eq!(*cluster.masks.borrow(), [NodeMasks::HandlerNames]);
     // Pinned to the master, which has no Kata runtime: left alone.
     let pinned = decide_payload(&with_settings(master_pinned_spec(), settings), &cluster);
     assert_eq!(
@@ -213,7 +354,14 @@ fn user_namespaces_need_the_handler_to_report_them() {
         "kata runtime not assigned: 0/1 kata nodes can run this pod: 1 node(s) report runtime handler \"kata-qemu\" \
          without features.userNamespaces (the pod sets hostUsers: false)"
     );
-    assert_eq!(*without.masks.borrow(), [NodeMasks::HandlerFeatures]);
+    assert_eq!(
+        *without.masks.borrow(),
+        [
+            NodeMasks::Plain,
+            NodeMasks::HandlerFeatures,
+            NodeMasks::HandlerFeatures
+        ]
+    );
     let with = qemu_cluster(vec![reporting("w", Some(kata_deploy_handlers(true)))]);
     assert!(matches!(
         decide_payload(&userns_pod(), &with),
@@ -228,7 +376,11 @@ fn user_namespaces_need_the_handler_to_report_them() {
     // With the default skipPodsUsing the pod is skipped before any host call.
     let default = pod_request(json!({"containers": containers(), "hostUsers": false}));
     assert!(leave_text(&decide_payload(&default, &with)).contains("skipPodsUsing: userNamespaces"));
-    assert_eq!(with.masks.borrow().len(), 1, "no second node query");
+    assert_eq!(
+        *with.masks.borrow(),
+        [NodeMasks::Plain, NodeMasks::HandlerFeatures],
+        "no node query for the skipped pod"
+    );
 }
 
 fn read_only_pod(mode: &str) -> Vec<u8> {
@@ -263,8 +415,12 @@ fn recursive_read_only_mounts_need_the_handler_to_report_them() {
     assert_eq!(
         *cluster.masks.borrow(),
         [
+            NodeMasks::Plain,
             NodeMasks::HandlerFeatures,
+            NodeMasks::HandlerFeatures,
+            NodeMasks::Plain,
             NodeMasks::HandlerNames,
+            NodeMasks::Plain,
             NodeMasks::HandlerNames
         ]
     );

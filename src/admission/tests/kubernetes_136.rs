@@ -36,8 +36,19 @@ fn a_strict_pod_is_left_alone_when_no_kata_node_supports_it() {
         "kata runtime not assigned: 0/3 kata nodes can run this pod: 3 node(s) do not support \
          supplementalGroupsPolicy: Strict"
     );
-    // The feature-bearing query: its masks carry status.features.
-    assert_eq!(*cluster.masks.borrow(), [NodeMasks::HandlerFeatures]);
+    // The list `off` reads, then the three candidates by name with the
+    // feature-bearing masks (which carry status.features), then, none
+    // fitting, the feature-bearing list for the whole diagnosis.
+    assert_eq!(
+        *cluster.masks.borrow(),
+        [
+            NodeMasks::Plain,
+            NodeMasks::HandlerFeatures,
+            NodeMasks::HandlerFeatures,
+            NodeMasks::HandlerFeatures,
+            NodeMasks::HandlerFeatures
+        ]
+    );
     assert!(
         NodeMasks::HandlerFeatures
             .fields()
@@ -58,7 +69,7 @@ fn a_strict_pod_gets_kata_where_a_kata_node_supports_it() {
     ]);
     assert_eq!(
         warned_mutation(&decide_payload(&pod_request(strict_spec()), &partial)),
-        "kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not support \
+        "kata runtime assigned, but at least 1 kata node(s) that can take this pod do not support \
          supplementalGroupsPolicy: Strict (kata-old): if the scheduler picks one, the pod will not start"
     );
 }
@@ -75,12 +86,17 @@ fn merge_or_no_policy_asks_nothing_and_keeps_the_plain_query() {
     let d = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
     assert!(matches!(d, Seen::Mutate { warn: false, .. }));
     assert!(
+        cluster.listed.borrow().iter().all(|m| *m == NodeMasks::Plain),
+        "a plain pod lists what `off` lists, one cache: {:?}",
+        cluster.listed.borrow()
+    );
+    assert!(
         cluster
             .masks
             .borrow()
             .iter()
-            .all(|m| *m == NodeMasks::HandlerNames),
-        "a plain pod keeps today's query and its cache: {:?}",
+            .all(|m| *m != NodeMasks::HandlerFeatures),
+        "and reads its candidate with the handlers' names only: {:?}",
         cluster.masks.borrow()
     );
 }
@@ -94,7 +110,14 @@ fn strict_is_checked_whatever_runtime_handler_check_says() {
         "kata runtime not assigned: 0/1 kata nodes can run this pod: 1 node(s) do not support \
          supplementalGroupsPolicy: Strict"
     );
-    assert_eq!(*cluster.masks.borrow(), [NodeMasks::HandlerFeatures]);
+    assert_eq!(
+        *cluster.masks.borrow(),
+        [
+            NodeMasks::Plain,
+            NodeMasks::HandlerFeatures,
+            NodeMasks::HandlerFeatures
+        ]
+    );
     // The plain pod under `off` keeps the plain query.
     let plain_off = with_settings(
         json!({"containers": containers()}),
@@ -288,7 +311,7 @@ fn gates_change_neither_the_decision_nor_an_ungated_pod() {
     let payload = pod_request(gated_spec(&["kueue.x-k8s.io/admission"]));
     let shown = warnings(&payload, &cluster);
     assert_eq!(shown.len(), 2, "{shown:?}");
-    assert!(shown[0].starts_with("kata runtime assigned, but 1 of 2 kata nodes"));
+    assert!(shown[0].starts_with("kata runtime assigned, but at least 1 kata node(s)"));
     assert_eq!(shown[1], GATE_NOTE);
     assert!(audit_reason(&payload, &cluster).ends_with(GATE_NOTE));
 }
