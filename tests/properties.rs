@@ -641,6 +641,36 @@ impl Cluster for Fake {
     }
 }
 
+/// `Fake` where every read by name fails: the policy then answers from
+/// the list with the handlers, judging every node (the exhaustive check).
+struct NoReads(Fake);
+
+impl Cluster for NoReads {
+    fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        self.0.runtime_class(name)
+    }
+    fn kata_nodes(&self, selector: Option<&str>, masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
+        self.0.kata_nodes(selector, masks)
+    }
+    fn node(&self, _: &str, _: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
+        Err(LookupError::from_host("connection refused".into()))
+    }
+    fn may(&self, subject: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError> {
+        self.0.may(subject, verb, resource)
+    }
+    fn object(
+        &self,
+        kind: VolumeKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError> {
+        self.0.object(kind, namespace, name)
+    }
+    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
+        self.0.objects(kind)
+    }
+}
+
 fn decide(object: &Value, nodes: &[Value]) -> Review {
     decide_with(object, nodes, json!({}))
 }
@@ -1042,6 +1072,52 @@ proptest! {
             matches!(listed, Ok(kata_runtime_policy::scheduling::Feasibility::Fits { .. })),
             "named {:?}, listed {:?}", named, listed
         );
+    }
+
+    /// The handler is verified on the candidates only, read by name until
+    /// one can start the pod: the decision (the verdict, the class, and
+    /// every word when the pod is not given Kata) is the exhaustive
+    /// check's, which judges every listed node; a warning about broken
+    /// nodes names only nodes the exhaustive one counts.
+    #[test]
+    fn verifying_the_candidates_decides_as_the_exhaustive_check(
+        spec in pod_spec(), nodes in nodes(), check in pick(&["auto", "required"]),
+        no_userns in any::<bool>(), strict in any::<bool>(), rro in any::<bool>(),
+    ) {
+        let mut spec = spec;
+        prop_assume!(constraints(&spec).pinned_nodes().is_none());
+        if no_userns {
+            spec["hostUsers"] = json!(false);
+        }
+        if strict {
+            spec["securityContext"] = json!({"supplementalGroupsPolicy": "Strict"});
+        }
+        if rro {
+            spec["volumes"] = json!([{"name": "v", "emptyDir": {}}]);
+            spec["containers"][0]["volumeMounts"] = json!([{"name": "v", "mountPath": "/v",
+                "readOnly": true, "recursiveReadOnly": "Enabled"}]);
+        }
+        let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE", "object": pod(spec)},
+            "settings": {"runtimeHandlerCheck": check, "skipPodsUsing": []}});
+        let fake = || Fake { nodes: json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes() };
+        let probed = review(payload.to_string().as_bytes(), &fake());
+        let exhaustive = review(payload.to_string().as_bytes(), &NoReads(fake()));
+        match (&probed.decision, &exhaustive.decision) {
+            (
+                Decision::Mutate { class, broken, .. },
+                Decision::Mutate { class: all_class, broken: all_broken, .. },
+            ) => {
+                prop_assert_eq!(class, all_class);
+                if let Some(met) = broken {
+                    let all = all_broken.as_ref().expect("a broken node met is one the whole list has");
+                    prop_assert!(met.count() <= all.count());
+                    prop_assert!(met.names.iter().all(|n| all.names.contains(n) || all.count() > all.names.len()),
+                        "{:?} not in {:?}", met, all);
+                }
+            }
+            (probed, exhaustive) => prop_assert_eq!(probed, exhaustive),
+        }
     }
 
     /// A node whose runtime reports handlers, none of them the class's, is
