@@ -842,7 +842,7 @@ USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","host
   # The class name, not the handler.
   only_runtime_class_patch kata
   # kata-cordoned lacks the handler too, but the scheduler never picks it.
-  explained 'kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not report runtime handler "kata-qemu" (kata-broken): if the scheduler picks one, the pod will not start'
+  explained 'kata runtime assigned, but at least 1 kata node(s) that can take this pod do not report runtime handler "kata-qemu" (kata-broken): if the scheduler picks one, the pod will not start'
   decision_is mutated
 }
 
@@ -909,7 +909,7 @@ USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","host
   [ "$status" -eq 0 ]
   allowed true
   only_runtime_class_patch kata
-  explained 'kata runtime assigned, but 1 of 2 kata nodes that can take this pod report runtime handler "kata-qemu" without features.recursiveReadOnlyMounts (the pod sets recursiveReadOnly: Enabled) (kata-2): if the scheduler picks one, the pod will not start'
+  explained 'kata runtime assigned, but at least 1 kata node(s) that can take this pod report runtime handler "kata-qemu" without features.recursiveReadOnlyMounts (the pod sets recursiveReadOnly: Enabled) (kata-2): if the scheduler picks one, the pod will not start'
   [ "$(jq -r '.warnings[0] | length' <<<"$response")" -le 255 ]
   decision_is mutated
   # Where every kata-qemu reports the feature, no warning.
@@ -925,7 +925,7 @@ USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","host
 # feature query (handler entries and status.features), whatever
 # runtimeHandlerCheck says.
 STRICT_UNSUPPORTED='kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not support supplementalGroupsPolicy: Strict'
-STRICT_PARTIAL='kata runtime assigned, but 1 of 2 kata nodes that can take this pod do not support supplementalGroupsPolicy: Strict (kata-2): if the scheduler picks one, the pod will not start'
+STRICT_PARTIAL='kata runtime assigned, but at least 1 kata node(s) that can take this pod do not support supplementalGroupsPolicy: Strict (kata-2): if the scheduler picks one, the pod will not start'
 
 @test "supplementalGroupsPolicy: Strict on kata nodes still on containerd 1.7 leaves the pod alone" {
   kwctl_run pod-strict-supplemental-groups.json strict-unsupported.yml

@@ -319,22 +319,39 @@ mod tests {
         CallbackRequest::default_nodes_access(verb)
     }
 
+    const PLAIN_MASKS: [&str; 3] = ["spec.taints", "spec.unschedulable", "status.allocatable"];
+    const NAMES_MASKS: [&str; 4] = [
+        "spec.taints",
+        "spec.unschedulable",
+        "status.allocatable",
+        "status.runtimeHandlers.name",
+    ];
+
+    /// The kata node list, as `runtimeHandlerCheck: off` and the first
+    /// read of the check ask it.
     fn list_kata_nodes() -> CallbackRequest {
+        list_kata_nodes_with(&PLAIN_MASKS)
+    }
+
+    fn list_kata_nodes_with(masks: &[&str]) -> CallbackRequest {
         CallbackRequest::KubernetesListResourceAll {
             api_version: "v1".into(),
             kind: "Node".into(),
             label_selector: Some("katacontainers.io/kata-runtime=true".into()),
             field_selector: None,
-            field_masks: Some(
-                [
-                    "spec.taints",
-                    "spec.unschedulable",
-                    "status.allocatable",
-                    "status.runtimeHandlers.name",
-                ]
-                .map(String::from)
-                .into(),
-            ),
+            field_masks: Some(masks.iter().map(|m| m.to_string()).collect()),
+        }
+    }
+
+    /// A candidate read by name with the handlers' names.
+    fn get_node(name: &str) -> CallbackRequest {
+        CallbackRequest::KubernetesGetResource {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: name.into(),
+            namespace: None,
+            disable_cache: false,
+            field_masks: Some(NAMES_MASKS.iter().map(|m| m.to_string()).collect()),
         }
     }
 
@@ -373,7 +390,10 @@ mod tests {
                 get_runtime_class(),
                 can_i("list"),
                 can_i("watch"),
-                list_kata_nodes()
+                list_kata_nodes(),
+                get_node("worker-1"),
+                get_node("worker-2"),
+                list_kata_nodes_with(&NAMES_MASKS),
             ]
         );
     }
@@ -406,6 +426,14 @@ mod tests {
         }
         let nodes = session.replay(&list_kata_nodes()).unwrap();
         assert!(String::from_utf8(nodes).unwrap().contains("worker-2"));
+        assert_eq!(session.remaining(), 3);
+        for name in ["worker-1", "worker-2"] {
+            let node = session.replay(&get_node(name)).unwrap();
+            assert!(String::from_utf8(node).unwrap().contains(name));
+        }
+        session
+            .replay(&list_kata_nodes_with(&NAMES_MASKS))
+            .unwrap();
         assert_eq!(session.remaining(), 0);
         let err = session.replay(&list_kata_nodes()).unwrap_err();
         assert_eq!(err.to_string(), "the list of recorded responses is empty");
@@ -426,7 +454,7 @@ mod tests {
         assert!(err.to_string().starts_with(
             "Replay error: unexpected request. Was expecting KubernetesGetResource { api_version: \"node.k8s.io/v1\""
         ));
-        assert_eq!(session.remaining(), 3);
+        assert_eq!(session.remaining(), 6);
     }
 
     #[test]

@@ -278,6 +278,12 @@ fn big_node_list(count: usize) -> String {
     out
 }
 
+/// The last node of `big_node_list`, as a read by name answers it.
+fn last_node(nodes: &str) -> String {
+    let start = nodes.rfind(r#"{"apiVersion":"v1","kind":"Node","#).unwrap();
+    nodes[start..nodes.len() - 2].to_string()
+}
+
 fn big_session(nodes: &str) -> Session {
     let rc = r#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#;
     // The two access questions, as recorded in the project's sessions.
@@ -309,6 +315,24 @@ fn big_session(nodes: &str) -> Session {
                 label_selector: Some("katacontainers.io/kata-runtime=true".into()),
                 field_selector: None,
                 field_masks: Some(
+                    ["spec.taints", "spec.unschedulable", "status.allocatable"]
+                        .map(String::from)
+                        .into(),
+                ),
+            },
+            response: Response::Success {
+                payload: nodes.into(),
+            },
+        },
+        // The one candidate, read by name with the handlers.
+        Exchange {
+            request: CallbackRequest::KubernetesGetResource {
+                api_version: "v1".into(),
+                kind: "Node".into(),
+                name: "node-099999".into(),
+                namespace: None,
+                disable_cache: false,
+                field_masks: Some(
                     [
                         "spec.taints",
                         "spec.unschedulable",
@@ -320,7 +344,7 @@ fn big_session(nodes: &str) -> Session {
                 ),
             },
             response: Response::Success {
-                payload: nodes.into(),
+                payload: last_node(nodes),
             },
         },
     ])

@@ -133,22 +133,12 @@ fn validate_settings_never_traps() {
     }
 }
 
-/// `session_file` with its node list replaced: every node reports `handlers`
-/// as its `status.runtimeHandlers` (the list is the session's last answer).
+/// `session_file` with every node it answers with reporting `handlers` as
+/// its `status.runtimeHandlers`.
 fn with_handlers(session_file: &str, handlers: &Value) -> Session {
-    let mut exchanges: Vec<Exchange> = session(session_file).pending().cloned().collect();
-    let last = exchanges.last_mut().expect("a node list");
-    let Response::Success { payload } = &last.response else {
-        panic!("{session_file}: the node list is not a success")
-    };
-    let mut list: Value = serde_json::from_str(payload).unwrap();
-    for node in list["items"].as_array_mut().expect("items") {
-        node["status"]["runtimeHandlers"] = handlers.clone();
-    }
-    last.response = Response::Success {
-        payload: list.to_string(),
-    };
-    Session::from_exchanges(exchanges)
+    common::with_nodes(session_file, |node| {
+        node["status"]["runtimeHandlers"] = handlers.clone()
+    })
 }
 
 /// Hostile `status.runtimeHandlers` shapes through the compiled policy: a
@@ -476,7 +466,7 @@ fn hostile_resource_claims_never_trap() {
                     verdict["mutated_object"]["spec"]["runtimeClassName"], "kata",
                     "{context}"
                 );
-                assert_eq!(p.take_session().remaining(), 0, "{context}");
+                assert_eq!(common::required_left(&p.take_session()), 0, "{context}");
             }
             Outcome::Unchanged(reason) => {
                 assert_eq!(verdict["accepted"], true, "{context}");
@@ -511,19 +501,17 @@ fn hostile_resource_claims_never_trap() {
 /// escaped one reaches the policy as written).
 fn with_features(session_file: &str, raw: &str) -> Session {
     const MARK: &str = "\"__features__\"";
-    let mut exchanges: Vec<Exchange> = session(session_file).pending().cloned().collect();
-    let last = exchanges.last_mut().expect("a node list");
-    let Response::Success { payload } = &last.response else {
-        panic!("{session_file}: the node list is not a success")
-    };
-    let mut list: Value = serde_json::from_str(payload).unwrap();
-    for node in list["items"].as_array_mut().expect("items") {
-        node["status"]["features"] = json!("__features__");
-    }
-    last.response = Response::Success {
-        payload: list.to_string().replace(MARK, raw),
-    };
-    Session::from_exchanges(exchanges)
+    let marked = common::with_nodes(session_file, |node| {
+        node["status"]["features"] = json!("__features__")
+    });
+    Session::from_exchanges(marked.pending().cloned().map(|mut exchange| {
+        if let Response::Success { payload } = &exchange.response {
+            exchange.response = Response::Success {
+                payload: payload.replace(MARK, raw),
+            };
+        }
+        exchange
+    }))
 }
 
 /// Hostile `status.features` shapes through the compiled policy, for a
@@ -601,7 +589,7 @@ fn hostile_node_features_never_trap() {
                 .unwrap_or_else(|e| panic!("trap: {e:#} for {raw_text} {check}"));
             let context = format!("{raw_text} {check}: {verdict}");
             assert_eq!(verdict["accepted"], true, "{context}");
-            assert_eq!(p.take_session().remaining(), 0, "{context}");
+            assert_eq!(common::required_left(&p.take_session()), 0, "{context}");
             if *supported {
                 assert_eq!(
                     verdict["audit_annotations"]["decision"], "mutated",
@@ -968,7 +956,7 @@ fn hostile_image_volumes_policies_and_gates_never_trap() {
                     "{context}"
                 );
                 assert_eq!(verdict["warnings"], Value::Null, "{context}");
-                assert_eq!(p.take_session().remaining(), 0, "{context}");
+                assert_eq!(common::required_left(&p.take_session()), 0, "{context}");
             }
             Judged::Gated(note) => {
                 assert_eq!(verdict["accepted"], true, "{context}");
@@ -984,7 +972,7 @@ fn hostile_image_volumes_policies_and_gates_never_trap() {
                     "{context}"
                 );
                 assert_eq!(verdict["warnings"], json!([note]), "{context}");
-                assert_eq!(p.take_session().remaining(), 0, "{context}");
+                assert_eq!(common::required_left(&p.take_session()), 0, "{context}");
             }
             Judged::Unchanged(reason) => {
                 assert_eq!(verdict["accepted"], true, "{context}");

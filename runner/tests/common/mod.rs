@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use kwrun::{Policy, Session, load_request};
+use kwrun::{CallbackRequest, Exchange, Policy, Response, Session, load_request};
 use serde_json::Value;
 
 pub fn root() -> &'static Path {
@@ -51,6 +51,64 @@ pub fn policy() -> Policy {
 
 pub fn session(name: &str) -> Session {
     Session::load(root().join("test_data/sessions").join(name)).expect("load session")
+}
+
+/// Whether the policy may leave `exchange` unasked: a candidate node read
+/// by name, or the node list with the handlers. The runtime-handler check
+/// reads candidates in list order until one can start the pod, and the
+/// list with the handlers only after three that cannot, so a session
+/// records them all and a pod asks for a prefix.
+pub fn is_optional(exchange: &Exchange) -> bool {
+    match &exchange.request {
+        CallbackRequest::KubernetesGetResource {
+            kind, field_masks, ..
+        }
+        | CallbackRequest::KubernetesListResourceAll {
+            kind, field_masks, ..
+        } => {
+            kind == "Node"
+                && (field_masks.iter().flatten()).any(|m| m.starts_with("status.runtimeHandlers"))
+        }
+        _ => false,
+    }
+}
+
+/// How many exchanges the policy left unasked that it had to ask: zero
+/// when every query a session records for the pod was made.
+pub fn required_left(session: &Session) -> usize {
+    session.pending().filter(|e| !is_optional(e)).count()
+}
+
+/// `session_file` with `change` applied to every node it answers with,
+/// listed or read by name.
+pub fn with_nodes(session_file: &str, change: impl Fn(&mut Value)) -> Session {
+    let mut exchanges: Vec<Exchange> = session(session_file).pending().cloned().collect();
+    for exchange in &mut exchanges {
+        let (list, kind) = match &exchange.request {
+            CallbackRequest::KubernetesGetResource { kind, .. } => (false, kind),
+            CallbackRequest::KubernetesListResourceAll { kind, .. } => (true, kind),
+            _ => continue,
+        };
+        let Response::Success { payload } = &exchange.response else {
+            continue;
+        };
+        if kind != "Node" {
+            continue;
+        }
+        let mut answer: Value = serde_json::from_str(payload).unwrap();
+        match list {
+            true => answer["items"]
+                .as_array_mut()
+                .expect("items")
+                .iter_mut()
+                .for_each(&change),
+            false => change(&mut answer),
+        }
+        exchange.response = Response::Success {
+            payload: answer.to_string(),
+        };
+    }
+    Session::from_exchanges(exchanges)
 }
 
 pub fn request(name: &str) -> Value {
