@@ -934,7 +934,14 @@ proptest! {
             state ^= state << 13; state ^= state >> 7; state ^= state << 17;
             shuffled.swap(i, (state % (i as u64 + 1)) as usize);
         }
-        prop_assert_eq!(decide(&pod(spec.clone()), &nodes), decide(&pod(spec), &shuffled));
+        let (before, after) = (decide(&pod(spec.clone()), &nodes), decide(&pod(spec), &shuffled));
+        match (&before.decision, &after.decision) {
+            // The candidates are read in list order until one can start the
+            // pod: which broken nodes are met before it depends on the order
+            // (policy-server's cache has none), the class never does.
+            (Decision::Mutate { class: a, .. }, Decision::Mutate { class: b, .. }) => prop_assert_eq!(a, b),
+            _ => prop_assert_eq!(before, after),
+        }
     }
 
     #[test]
