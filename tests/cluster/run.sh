@@ -1483,6 +1483,10 @@ scenario strict-none unchanged "Warning: kata runtime not assigned: 0/3 kata nod
 # features reads it back). The same pod now gets Kata, no warning, and the
 # scheduler binds it to kata-strict-a, the node that reports the feature.
 features kata-strict-a '{"supplementalGroupsPolicy":true}'
+# policy-server caches a read by name for 5 s: strict-none read kata-strict-a
+# before the write. Until that read expires, the policy finds it lacking, and
+# the list with the handlers, which its watch keeps current, answers instead.
+sleep 5
 until_assigned tests/cluster/pods/strict-one.yaml
 scenario strict-one mutated
 where=$(placed $TENANT strict-one)
