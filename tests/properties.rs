@@ -655,7 +655,12 @@ impl Cluster for NoReads {
     fn node(&self, _: &str, _: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         Err(LookupError::from_host("connection refused".into()))
     }
-    fn may(&self, subject: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError> {
+    fn may(
+        &self,
+        subject: &Subject,
+        verb: &str,
+        resource: Resource,
+    ) -> Result<Access, LookupError> {
         self.0.may(subject, verb, resource)
     }
     fn object(

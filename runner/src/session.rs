@@ -197,6 +197,13 @@ impl std::error::Error for ReplayError {}
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Session {
     exchanges: Option<VecDeque<Exchange>>,
+    /// Answers to calls that the queue's next exchange does not match,
+    /// given as often as asked and in any order: for benchmarks whose
+    /// guests read nodes by name in an order that depends on the nodes.
+    /// Never from a recording (kwctl has no such thing).
+    standing: Vec<Exchange>,
+    /// Calls that neither the queue nor a standing answer matched.
+    unmatched: usize,
 }
 
 impl Session {
@@ -209,7 +216,20 @@ impl Session {
     pub fn from_exchanges(exchanges: impl IntoIterator<Item = Exchange>) -> Self {
         Self {
             exchanges: Some(exchanges.into_iter().collect()),
+            ..Self::default()
         }
+    }
+
+    /// This session, answering `standing` whenever the next recorded
+    /// exchange does not match a call (as often as asked, never consumed).
+    pub fn with_standing(mut self, standing: impl IntoIterator<Item = Exchange>) -> Self {
+        self.standing.extend(standing);
+        self
+    }
+
+    /// How many calls neither the queue nor a standing answer matched.
+    pub fn unmatched(&self) -> usize {
+        self.unmatched
     }
 
     /// Parses a kwctl `--replay-host-capabilities-interactions` document.
@@ -242,6 +262,7 @@ impl Session {
             .collect::<Result<VecDeque<_>>>()?;
         Ok(Self {
             exchanges: Some(exchanges),
+            ..Self::default()
         })
     }
 
@@ -273,14 +294,27 @@ impl Session {
     /// matches (as kwctl does), and returns the recorded payload bytes.
     pub fn replay(&mut self, actual: &CallbackRequest) -> Result<Vec<u8>, ReplayError> {
         let exchanges = self.exchanges.as_mut().ok_or(ReplayError::NoSession)?;
-        let exchange = exchanges.pop_front().ok_or(ReplayError::Exhausted)?;
+        if exchanges.front().is_none_or(|e| e.request != *actual)
+            && let Some(standing) = self.standing.iter().find(|e| e.request == *actual)
+        {
+            return Self::answer(standing.response.clone());
+        }
+        let Some(exchange) = exchanges.pop_front() else {
+            self.unmatched += 1;
+            return Err(ReplayError::Exhausted);
+        };
         if exchange.request != *actual {
+            self.unmatched += 1;
             return Err(ReplayError::Mismatch {
                 expected: Box::new(exchange.request),
                 actual: Box::new(actual.clone()),
             });
         }
-        match exchange.response {
+        Self::answer(exchange.response)
+    }
+
+    fn answer(response: Response) -> Result<Vec<u8>, ReplayError> {
+        match response {
             Response::Success { payload } => Ok(payload.into_bytes()),
             Response::Error { message } => Err(ReplayError::Recorded(message)),
             Response::Serialized { objects, list } => {
@@ -431,9 +465,7 @@ mod tests {
             let node = session.replay(&get_node(name)).unwrap();
             assert!(String::from_utf8(node).unwrap().contains(name));
         }
-        session
-            .replay(&list_kata_nodes_with(&NAMES_MASKS))
-            .unwrap();
+        session.replay(&list_kata_nodes_with(&NAMES_MASKS)).unwrap();
         assert_eq!(session.remaining(), 0);
         let err = session.replay(&list_kata_nodes()).unwrap_err();
         assert_eq!(err.to_string(), "the list of recorded responses is empty");
@@ -455,6 +487,31 @@ mod tests {
             "Replay error: unexpected request. Was expecting KubernetesGetResource { api_version: \"node.k8s.io/v1\""
         ));
         assert_eq!(session.remaining(), 6);
+    }
+
+    #[test]
+    fn standing_answers_serve_what_the_queue_does_not_match() {
+        let answer = |payload: &str| Response::Success {
+            payload: payload.into(),
+        };
+        let mut session = Session::from_exchanges([Exchange {
+            request: list_kata_nodes(),
+            response: answer("list"),
+        }])
+        .with_standing([Exchange {
+            request: get_node("worker-2"),
+            response: answer("worker-2"),
+        }]);
+        // Asked before, between and after the queue, as often as asked.
+        assert_eq!(session.replay(&get_node("worker-2")).unwrap(), b"worker-2");
+        assert_eq!(session.replay(&list_kata_nodes()).unwrap(), b"list");
+        assert_eq!(session.replay(&get_node("worker-2")).unwrap(), b"worker-2");
+        assert_eq!(session.unmatched(), 0);
+        assert!(matches!(
+            session.replay(&get_node("worker-1")),
+            Err(ReplayError::Exhausted)
+        ));
+        assert_eq!(session.unmatched(), 1);
     }
 
     #[test]

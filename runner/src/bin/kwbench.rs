@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use kwrun::clustergen::{self, Runtime, View};
 use kwrun::{CallbackRequest, Exchange, Policy, Response, Session};
 use serde_json::{Value, json};
@@ -102,8 +102,10 @@ const SEED: u64 = 0x6b61_7461;
 /// handler than itself): one of kata-deploy's, on every node of the
 /// standard cluster.
 const HANDLER: &str = "kata-qemu";
-/// Nodes at the end of the list that lack the handler in case (h).
-const MISSING_TAIL: usize = 3;
+/// Nodes at the start of the list that lack the handler in case (h): read
+/// by name before the first that has it (fewer than the 3 misses after
+/// which the list with the handlers answers).
+const MISSING_HEAD: usize = 2;
 
 fn runtime_class_request() -> CallbackRequest {
     CallbackRequest::KubernetesGetResource {
@@ -223,18 +225,18 @@ fn object_request(
 enum Nodes {
     /// Every node runs kata-deploy's shims.
     KataDeploy,
-    /// … but the last [`MISSING_TAIL`] nodes' containerd did not load them.
-    MissingTail,
+    /// … but the first [`MISSING_HEAD`] nodes' containerd did not load them.
+    MissingHead,
     /// No node's containerd loaded them (kata-deploy on k3s).
     ContainerdOnly,
 }
 
 impl Nodes {
-    fn runtime(self, size: usize) -> impl Fn(usize) -> Runtime {
+    fn runtime(self) -> impl Fn(usize) -> Runtime {
         move |i| match self {
             Nodes::KataDeploy => Runtime::KataDeploy,
-            Nodes::MissingTail if i + MISSING_TAIL < size => Runtime::KataDeploy,
-            Nodes::MissingTail | Nodes::ContainerdOnly => Runtime::ContainerdOnly,
+            Nodes::MissingHead if i >= MISSING_HEAD => Runtime::KataDeploy,
+            Nodes::MissingHead | Nodes::ContainerdOnly => Runtime::ContainerdOnly,
         }
     }
 }
@@ -302,6 +304,13 @@ struct Answer {
     /// and serialized on every call (list, middle node).
     objects: Objects,
     middle_object: Objects,
+    /// The same cluster without handlers (what `runtimeHandlerCheck: off`
+    /// lists, and what the check lists before it reads the candidates by
+    /// name), when this view has them: text and objects.
+    plain: Option<(String, Objects)>,
+    /// The nodes a guest may read by name as candidates: the first ones, a
+    /// few from the middle, the last ones. Name, text, object.
+    reads: Vec<(String, String, Objects)>,
 }
 
 /// Parsed Nodes, shared by every session of a run.
@@ -309,13 +318,40 @@ type Objects = Arc<Vec<Value>>;
 
 impl Answer {
     fn new(size: usize, nodes: Nodes, view: View) -> Answer {
-        let items = clustergen::nodes(size, view, SEED, nodes.runtime(size));
+        let items = clustergen::nodes(size, view, SEED, nodes.runtime());
         let middle = items[size / 2].clone();
+        let plain = (view != View::Plain).then(|| {
+            let items = clustergen::nodes(size, View::Plain, SEED, nodes.runtime());
+            (
+                clustergen::list_of(items.clone()).to_string(),
+                Arc::new(items),
+            )
+        });
+        let mut read: Vec<usize> = (0..16)
+            .chain(size / 2..size / 2 + 12)
+            .chain(size.saturating_sub(3)..size)
+            .collect();
+        read.retain(|&i| i < size);
+        read.sort_unstable();
+        read.dedup();
+        let reads = read
+            .into_iter()
+            .map(|i| {
+                let node = items[i].clone();
+                (
+                    clustergen::node_name(i),
+                    node.to_string(),
+                    Arc::new(vec![node]),
+                )
+            })
+            .collect();
         Answer {
             list: clustergen::list_of(items.clone()).to_string(),
             middle: (clustergen::node_name(size / 2), middle.to_string()),
             objects: Arc::new(items),
             middle_object: Arc::new(vec![middle]),
+            plain,
+            reads,
         }
     }
 }
@@ -450,10 +486,10 @@ fn cases(size: usize) -> Vec<Case> {
         Case::new("e", "bound by nodeName (middle node, read by name)",
             json!({"containers": containers(), "nodeName": middle, "tolerations": tolerate_all}),
             RuntimeClassAndMiddleNode),
-        Case::new("h", "every node passes the filters, the last 3 lack the handler (mutated, warns)",
+        Case::new("h", "every node passes the filters, the first 2 lack the handler (mutated, warns: 3 read by name)",
             json!({"containers": containers(), "tolerations": tolerate_all}), RuntimeClassAndNodes)
-            .on(Nodes::MissingTail, Query::Pod)
-            .says(format!("{MISSING_TAIL} of {size} kata nodes that can take this pod {not_reported}")),
+            .on(Nodes::MissingHead, Query::Pod)
+            .says(format!("at least {MISSING_HEAD} kata node(s) that can take this pod {not_reported}")),
         Case::new("n", "no node reports the handler (k3s-like; every node passes the other filters: full diagnosis)",
             json!({"containers": containers(), "tolerations": tolerate_all}), RuntimeClassAndNodes)
             .on(Nodes::ContainerdOnly, Query::Pod)
@@ -528,17 +564,53 @@ fn session(calls: Calls, asked: View, answer: &Answer, model: bool) -> Session {
         request: runtime_class_request(),
         response: success(&runtime_class()),
     };
-    // The access questions, then the node list: every case that lists.
+    // The access questions, then the node list: every case that lists. A
+    // guest that checks the handlers lists what `off` lists, then reads the
+    // candidates by name with `asked` (standing answers, as the candidates
+    // depend on the case), and falls back on the list with `asked`.
     let listing = || {
         let access = |verb: &str| Exchange {
             request: CallbackRequest::default_nodes_access(verb),
             response: success(r#"{"allowed":true}"#),
         };
-        let list = Exchange {
-            request: nodes_request(asked),
-            response: list_answer(),
+        let list = match &answer.plain {
+            Some((text, objects)) => Exchange {
+                request: nodes_request(View::Plain),
+                response: match model {
+                    true => Response::Serialized {
+                        objects: objects.clone(),
+                        list: true,
+                    },
+                    false => success(text),
+                },
+            },
+            None => Exchange {
+                request: nodes_request(asked),
+                response: list_answer(),
+            },
         };
         [access("list"), access("watch"), list]
+    };
+    let standing = || -> Vec<Exchange> {
+        if answer.plain.is_none() || !calls.lists() || calls == Calls::NodesOnly {
+            return Vec::new();
+        }
+        (answer.reads.iter())
+            .map(|(name, text, object)| Exchange {
+                request: node_request(name, asked),
+                response: match model {
+                    true => Response::Serialized {
+                        objects: object.clone(),
+                        list: false,
+                    },
+                    false => success(text),
+                },
+            })
+            .chain([Exchange {
+                request: nodes_request(asked),
+                response: list_answer(),
+            }])
+            .collect()
     };
     let exchanges: Vec<Exchange> = match calls {
         Calls::None => vec![],
@@ -579,7 +651,7 @@ fn session(calls: Calls, asked: View, answer: &Answer, model: bool) -> Session {
             },
         ],
     };
-    Session::from_exchanges(exchanges)
+    Session::from_exchanges(exchanges).with_standing(standing())
 }
 
 /// What a timed run needs: the guest call, its payload and host answers.
@@ -638,6 +710,13 @@ fn measure(runs: &[(&Policy, &Run)], budget: Duration) -> Result<Vec<(Stats, Vec
     for _ in 0..3 {
         for (k, (policy, run)) in runs.iter().enumerate() {
             last[k] = policy.call_raw(run.op, run.payload, session(run))?;
+            // A call the session cannot answer would time an error path.
+            let unmatched = policy.take_session().unmatched();
+            ensure!(
+                unmatched == 0,
+                "{}: {unmatched} host call(s) the session cannot answer",
+                run.op
+            );
         }
     }
     let mut times = vec![Vec::new(); runs.len()];
@@ -741,6 +820,15 @@ impl Guest {
     /// Whether the guest can run the case.
     fn runs(&self, case: &Case) -> bool {
         self.config.reads_handlers() || !case.needs_handlers()
+    }
+}
+
+/// The view of the list a case's guest reads: what `off` lists when it
+/// checks the handlers (it reads the candidates by name), else its query's.
+fn floor_view(config: &Config, case: &Case) -> View {
+    match config.reads_handlers() {
+        true => View::Plain,
+        false => config.views(case.query).1,
     }
 }
 
@@ -894,7 +982,8 @@ fn main() -> Result<()> {
         // Every answer the runs below read, built before any is borrowed.
         let mut floor_keys = vec![(Nodes::KataDeploy, config.pod_view)];
         for case in &cases {
-            let key = (case.nodes, config.views(case.query).1);
+            answers.get(case.nodes, config.views(case.query).1);
+            let key = (case.nodes, floor_view(&config, case));
             if case.calls.lists() && !floor_keys.contains(&key) {
                 floor_keys.push(key);
             }
@@ -914,6 +1003,8 @@ fn main() -> Result<()> {
             middle: (String::new(), String::new()),
             objects: Arc::default(),
             middle_object: Arc::default(),
+            plain: None,
+            reads: Vec::new(),
         };
 
         for mode in &modes {
@@ -930,11 +1021,21 @@ fn main() -> Result<()> {
                 probe["handler"] = json!(HANDLER);
                 serde_json::to_vec(&probe)?
             };
+            // The list a guest that checks the handlers reads first is the
+            // one `off` reads: its floor is asked under `off`.
+            let plain_floor_payload = {
+                let mut off = guest.settings.clone();
+                off["runtimeHandlerCheck"] = json!("off");
+                validate_payload(&plain_pod, &off)
+            };
             // The floor of a view: a guest that makes the same query and
             // only validates its answer.
             let floor_run = |nodes: Nodes, view: View| Run {
                 op: floor_op(view),
-                payload: &floor_payload,
+                payload: match view {
+                    View::Plain => &plain_floor_payload,
+                    _ => &floor_payload,
+                },
                 calls: Calls::NodesOnly,
                 asked: view,
                 answer: answer(nodes, view),
@@ -952,7 +1053,7 @@ fn main() -> Result<()> {
                     view.field_masks().unwrap_or_default(),
                     match nodes {
                         Nodes::KataDeploy => "",
-                        Nodes::MissingTail => ", the cluster of (h)",
+                        Nodes::MissingHead => ", the cluster of (h)",
                         Nodes::ContainerdOnly => ", the cluster of (n)",
                     },
                     us(floor.median),
@@ -1034,12 +1135,14 @@ fn main() -> Result<()> {
             for (k, case) in cases.iter().enumerate() {
                 // The case, interleaved with the floor of its query, the
                 // case it is compared with, and the baseline's run of it.
-                let (_, answered) = config.views(case.query);
                 let mut runs: Vec<(Policy, Run)> = vec![(guest.instance()?, case_run(k))];
                 // Only a case that lists is timed against its floor: a small
                 // call made right after a list pays the list's cache misses.
                 if case.calls.lists() {
-                    runs.push((guest.instance()?, floor_run(case.nodes, answered)));
+                    runs.push((
+                        guest.instance()?,
+                        floor_run(case.nodes, floor_view(&config, case)),
+                    ));
                 }
                 let versus = case
                     .versus

@@ -180,7 +180,13 @@ fn after_three_candidates_that_cannot_start_the_pod_the_list_with_handlers_answe
     );
     assert_eq!(
         node_queries(&cluster),
-        [LIST, "Node broken-0", "Node broken-1", "Node broken-2", LIST]
+        [
+            LIST,
+            "Node broken-0",
+            "Node broken-1",
+            "Node broken-2",
+            LIST
+        ]
     );
     assert_eq!(
         *cluster.listed.borrow(),
@@ -228,7 +234,10 @@ fn a_candidate_read_by_name_is_judged_as_it_is_now() {
     deleted.reads = vec![("kata-1", Ok(None))];
     let d = decide_payload(&plain(), &deleted);
     assert!(matches!(d, Seen::Mutate { warn: false, .. }));
-    assert_eq!(node_queries(&deleted), [LIST, "Node kata-1", "Node kata-good"]);
+    assert_eq!(
+        node_queries(&deleted),
+        [LIST, "Node kata-1", "Node kata-good"]
+    );
     // Tainted since: passed over, not named.
     let mut now = listed();
     now["spec"]["taints"] = json!([{"key": "drain", "effect": "NoSchedule"}]);
@@ -238,7 +247,10 @@ fn a_candidate_read_by_name_is_judged_as_it_is_now() {
         decide_payload(&plain(), &changed),
         Seen::Mutate { warn: false, .. }
     ));
-    assert_eq!(node_queries(&changed), [LIST, "Node kata-1", "Node kata-good"]);
+    assert_eq!(
+        node_queries(&changed),
+        [LIST, "Node kata-1", "Node kata-good"]
+    );
     // Lost its handler since: named.
     let mut broke = qemu_cluster(vec![listed(), good()]);
     broke.reads = vec![("kata-1", Ok(Some(reporting("kata-1", Some(runc_only())))))];

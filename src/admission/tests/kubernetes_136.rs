@@ -86,7 +86,11 @@ fn merge_or_no_policy_asks_nothing_and_keeps_the_plain_query() {
     let d = decide_payload(&pod_request(json!({"containers": containers()})), &cluster);
     assert!(matches!(d, Seen::Mutate { warn: false, .. }));
     assert!(
-        cluster.listed.borrow().iter().all(|m| *m == NodeMasks::Plain),
+        cluster
+            .listed
+            .borrow()
+            .iter()
+            .all(|m| *m == NodeMasks::Plain),
         "a plain pod lists what `off` lists, one cache: {:?}",
         cluster.listed.borrow()
     );
