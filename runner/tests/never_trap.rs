@@ -7,7 +7,7 @@ mod common;
 use common::{kata_mandatory, policy, request, root, session};
 use std::str::FromStr;
 
-use kwrun::{Exchange, Response, Session};
+use kwrun::{Response, Session};
 use serde_json::{Value, json};
 
 /// xorshift64*: seeded, so a failure is reproducible from the printed case.

@@ -161,6 +161,8 @@ enum Calls {
     NodesOnly,
     /// The RuntimeClass, then the middle node read by name (pinned pods).
     RuntimeClassAndMiddleNode,
+    /// The RuntimeClass alone, which does not exist: one host call.
+    MissingRuntimeClass,
     /// The RuntimeClass, the pod's claim and its volume by name, then the nodes.
     RuntimeClassClaimAndNodes,
 }
@@ -486,6 +488,10 @@ fn cases(size: usize) -> Vec<Case> {
         Case::new("e", "bound by nodeName (middle node, read by name)",
             json!({"containers": containers(), "nodeName": middle, "tolerations": tolerate_all}),
             RuntimeClassAndMiddleNode),
+        Case::new("m", "(e) where the RuntimeClass does not exist: one host call, nothing parsed",
+            json!({"containers": containers(), "nodeName": middle, "tolerations": tolerate_all}),
+            Calls::MissingRuntimeClass)
+            .expect("unchanged"),
         Case::new("h", "every node passes the filters, the first 2 lack the handler (mutated, warns: 3 read by name)",
             json!({"containers": containers(), "tolerations": tolerate_all}), RuntimeClassAndNodes)
             .on(Nodes::MissingHead, Query::Pod)
@@ -614,6 +620,13 @@ fn session(calls: Calls, asked: View, answer: &Answer, model: bool) -> Session {
     };
     let exchanges: Vec<Exchange> = match calls {
         Calls::None => vec![],
+        Calls::MissingRuntimeClass => vec![Exchange {
+            request: runtime_class_request(),
+            response: Response::Error {
+                message: "Cannot find node.k8s.io/v1/RuntimeClass named 'kata' inside of namespace 'None'"
+                    .into(),
+            },
+        }],
         Calls::RuntimeClassAndNodes => std::iter::once(runtime_class()).chain(listing()).collect(),
         Calls::RuntimeClassClaimAndNodes => [
             runtime_class(),
