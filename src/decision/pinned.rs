@@ -31,6 +31,9 @@ pub(super) fn judge(
         }
     }
     let selector = &settings.kata_node_selector;
+    // Only the labels the filters and the selector read are kept.
+    let mut keys = constraints.label_keys().to_vec();
+    keys.extend(selector.requirements().iter().map(|r| r.key.clone()));
     let mut tally = Tally::new(constraints);
     let mut absent = Vec::new();
     for (name, bytes) in &answers {
@@ -38,8 +41,8 @@ pub(super) fn judge(
             absent.push(format!("{name:?} does not exist"));
             continue;
         };
-        let node =
-            parse_node(bytes, KeyFilter::All).map_err(|e| NoKata::new(Cause::LookupFailure, e))?;
+        let node = parse_node(bytes, KeyFilter::Only(&keys))
+            .map_err(|e| NoKata::new(Cause::LookupFailure, e))?;
         if !selector.matches(|key| node.metadata.labels.get(key)) {
             absent.push(format!(
                 "{name:?} is not a kata node (it does not match kataNodeSelector {:?})",

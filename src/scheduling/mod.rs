@@ -202,6 +202,11 @@ impl Constraints {
         (!names.is_empty() && names.len() <= MAX_PINNED).then_some(names)
     }
 
+    /// The node labels the filters read.
+    pub fn label_keys(&self) -> &[String] {
+        &self.label_keys
+    }
+
     /// The pod's `spec.nodeName`, if set.
     pub fn node_name(&self) -> Option<&str> {
         self.node_name.as_deref()
