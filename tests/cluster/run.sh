@@ -1525,7 +1525,7 @@ elif [[ $shown != "${lines}Warning: $(warning_cut "$GATE_NOTE")" ]]; then
 elif [[ $(jq -r --arg w "$WEBHOOK" '.[$w + "/decision"]' <<<"$audit") != mutated ||
   $(jq -r --arg w "$WEBHOOK" '.[$w + "/reason"]' <<<"$audit") != "$before$GATE_NOTE" ]]; then
   fail "strict-pair-gated: audit annotations: $audit"
-elif ! note=$(decision_note "$(get $TENANT strict-pair-gated)" mutated "Warning: ${lines:+$STRICT_WARNING; }$GATE_NOTE"); then
+elif ! note=$(decision_note "$(get $TENANT strict-pair-gated)" mutated "Warning: $before$GATE_NOTE"); then
   fail "strict-pair-gated: $note"
 else
   pass "strict-pair-gated: Kata, $([[ -n $lines ]] && echo "two Warning lines (the nodes, then the gate note)" || echo "the gate note as its Warning line (kata-strict-a was read first)")$note; the audit reason has it"
