@@ -1545,7 +1545,7 @@ seen=$(get_payloads "$D/strict-pair-session.yml" status.features |
   jq -sc '[.[] | {(.metadata.name): .status.features}] | add' 2>/dev/null || true)
 said=$(jq -r '.warnings[0] // "none"' <<<"${out:-null}" 2>/dev/null || true)
 if [[ -n $seen && $seen != null &&
-  $(jq -c '.["kata-strict-a"] == {"supplementalGroupsPolicy":true} and (has("kata-strict-b") | not or .["kata-strict-b"] == null)' <<<"$seen") == true &&
+  $(jq -c '.["kata-strict-a"] == {"supplementalGroupsPolicy":true} and ((has("kata-strict-b") | not) or .["kata-strict-b"] == null)' <<<"$seen") == true &&
   ($said == "$STRICT_WARNING" || $said == none) ]]; then
   pass "mask status.features: the host's answer to the reads by name has it as written ($seen); kwctl's answer one of policy-server's"
 else
