@@ -385,10 +385,10 @@ impl Constraints {
         let mut diagnosis = Diagnosis::default();
         let mut offered = false;
         let mut unreadable = None;
-        let mut named_node_seen = false;
-        scan_node_list(node_list, KeyFilter::Only(&self.label_keys), |node| {
-            named_node_seen |= self.node_name.as_deref() == Some(node.name());
-            match self.scheduler_filters(node, &mut memo) {
+        scan_node_list(
+            node_list,
+            KeyFilter::Only(&self.label_keys),
+            |node| match self.scheduler_filters(node, &mut memo) {
                 Ok(()) => {
                     offered = true;
                     candidate(node)
@@ -405,16 +405,17 @@ impl Constraints {
                     diagnosis.record(unfit);
                     ControlFlow::Continue(())
                 }
-            }
-        })?;
+            },
+        )?;
         if let Some(why) = unreadable {
             return Err(format!(
                 "the node list from the cluster is not a valid NodeList: {why}"
             ));
         }
-        Ok((!offered).then(|| Feasibility::NoneFits {
+        // A pod with `spec.nodeName` reads its node by name, never a list.
+        Ok((!offered).then_some(Feasibility::NoneFits {
             diagnosis,
-            bound_elsewhere: self.node_name.clone().filter(|_| !named_node_seen),
+            bound_elsewhere: None,
         }))
     }
 
