@@ -1314,3 +1314,25 @@ GUIDE_RECIPE='{"runtimeClassName":"kata","kataNodeSelector":"katacontainers.io/k
   annotated_patch 'unchanged: pod already sets runtimeClassName "kata"'
   no_warning
 }
+
+# Several Kata classes (kata-deploy 4.x): fallbackRuntimeClasses and
+# runtimeClassesByResource. Each class runs the handler of its name.
+CLASSES='{"runtimeClassName":"kata-clh","fallbackRuntimeClasses":["kata-qemu-runtime-rs"],"runtimeClassesByResource":[{"resources":["nvidia.com/pgpu"],"runtimeClassNames":["kata-qemu-nvidia-gpu"]}]}'
+
+@test "fallbackRuntimeClasses: an arm64 pod gets the first class an arm64 kata node runs, and is told why" {
+  kwctl_run pod-arm64.json classes-arm64.yml "$CLASSES"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata-qemu-runtime-rs
+  explained 'runtimeClassName "kata-qemu-runtime-rs" assigned (kata-clh: 0/3 kata nodes can run this pod: 2 node(s) didn'"'"'t match Pod'"'"'s node affinity/selector, 1 node(s) do not report runtime handler "kata-clh")'
+  decision_is mutated
+}
+
+@test "runtimeClassesByResource: a VFIO GPU pod gets the GPU class, never the general ones" {
+  kwctl_run pod-vfio-gpu.json classes-gpu.yml "$CLASSES"
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata-qemu-nvidia-gpu
+  no_warning
+  decision_is mutated
+}

@@ -11,6 +11,10 @@ POLICY=${POLICY:-policy.wasm}
 # policyServerServiceAccount the recorded sessions ask about.
 KATA_MANDATORY='{"incompatiblePod":"reject","noFeasibleNode":"reject","lookupFailure":"reject","restrictRuntimeClasses":true,"allowedRuntimeClasses":[],"runtimeHandlerCheck":"auto","annotateDecision":true}'
 
+# kata-deploy 4.x's classes, ranked: kata-clh (amd64 only) first, then
+# kata-qemu-runtime-rs, and the GPU class for pods that ask for a VFIO GPU.
+CLASSES='{"runtimeClassName":"kata-clh","fallbackRuntimeClasses":["kata-qemu-runtime-rs"],"runtimeClassesByResource":[{"resources":["nvidia.com/pgpu"],"runtimeClassNames":["kata-qemu-nvidia-gpu"]}]}'
+
 # request | session | settings | what the cluster looks like
 scenarios=(
   "pod-plain.json|kata-workers.yml|{}|two kata workers, a tainted master without kata"
@@ -46,6 +50,9 @@ scenarios=(
   "pod-dra-extended-resource.json|kata-workers.yml|{}|a CUDA job asking for its GPU as the DeviceClass's extended resource (deviceclass.resource.kubernetes.io/gpu.example.com, DRA)"
   "pod-image-volume.json|kata-workers.yml|{}|an agent sandbox whose tools arrive as an OCI image volume (spec.volumes[].image)"
   "pod-image-volume.json|kata-workers.yml|{\"skipPodsUsing\":[\"hostNamespaces\",\"userNamespaces\",\"windows\",\"hostSockets\",\"hostDevices\",\"mountPropagation\",\"deviceResources\",\"dynamicResources\"]}|the same sandbox with imageVolumes off"
+  "pod-arm64.json|classes-arm64.yml|{\"runtimeClassName\":\"kata-clh\"}|an arm64 pod; one class per shim (kata-deploy 4.x), kata-clh (amd64 only) configured alone"
+  "pod-arm64.json|classes-arm64.yml|$CLASSES|the same arm64 pod, kata-clh then kata-qemu-runtime-rs: the first class an arm64 kata node runs"
+  "pod-vfio-gpu.json|classes-gpu.yml|$CLASSES|the VFIO GPU pod with the same settings: nvidia.com/pgpu routed to kata-qemu-nvidia-gpu"
   "pod-runtime-class.json|kata-workers.yml|{}|pod that already names gvisor"
   "pod-runc.json|kata-workers.yml|{\"allowedRuntimeClasses\":[\"gvisor\"]}|a tenant pod naming runc; only gvisor (and kata) allowed"
   "pod-runc.json|kata-workers.yml|{\"allowedRuntimeClasses\":[\"gvisor\",\"runc\"]}|the same pod, runc allowed"

@@ -150,6 +150,8 @@ mod tests {
             class: "kata".into(),
             broken: None,
             gates: Vec::new(),
+            passed: Vec::new(),
+            ranked: false,
         }
     }
 

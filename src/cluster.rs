@@ -5,6 +5,7 @@
 //! malformed answer is one more documented outcome.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ResourceAttributes,
@@ -147,7 +148,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// A kind the volume check reads, with what the host needs to name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VolumeKind {
     PersistentVolumeClaim,
     PersistentVolume,
@@ -221,7 +222,7 @@ pub const PV_FIELD_MASKS: [&str; 8] = [
 ];
 
 /// An API resource, as a SubjectAccessReview names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Resource {
     pub group: &'static str,
     pub resource: &'static str,
@@ -244,6 +245,10 @@ impl Resource {
 
 pub const NODES: Resource = Resource::new("", "nodes");
 
+/// A NodeList's bytes, shared: an admission that judges several classes
+/// reads each list once, and every class parses the same bytes.
+pub type NodeList = Rc<Vec<u8>>;
+
 pub trait Cluster {
     /// The `node.k8s.io/v1` RuntimeClass `name`; `Ok(None)` when it does not exist.
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError>;
@@ -254,7 +259,7 @@ pub trait Cluster {
         &self,
         label_selector: Option<&str>,
         masks: NodeMasks,
-    ) -> Result<Vec<u8>, LookupError>;
+    ) -> Result<NodeList, LookupError>;
 
     /// The `v1` Node `name`, masked with `masks`; `Ok(None)` when it does
     /// not exist. A direct GET: it fails fast, never hangs.
@@ -410,11 +415,12 @@ impl Cluster for HostCluster {
         &self,
         label_selector: Option<&str>,
         masks: NodeMasks,
-    ) -> Result<Vec<u8>, LookupError> {
+    ) -> Result<NodeList, LookupError> {
         Self::call(
             "list_resources_all",
             &kata_nodes_request(label_selector, masks),
         )
+        .map(Rc::new)
         .map_err(LookupError::from_host)
     }
 

@@ -4,7 +4,7 @@
 //! diagnosis); its wording is in [`explain`], and what is done with it
 //! (the mutation, the annotation, the response) in `admission`.
 
-use crate::cluster::{Cluster, LookupError, LookupErrorKind, NodeMasks};
+use crate::cluster::{Cluster, LookupError, LookupErrorKind, NodeList, NodeMasks};
 use crate::incompatible;
 use crate::node::{HandlerFeature, HandlerFeatures};
 use crate::pod::PodFacts;
@@ -17,6 +17,7 @@ use crate::settings::{HandlerCheck, Outcome, Settings};
 use crate::volumes::{self, PodRef, Refusal as VolumeRefusal};
 
 pub mod explain;
+mod memo;
 mod pinned;
 mod probed;
 
@@ -25,10 +26,15 @@ pub enum Decision {
     /// Admit the pod with `spec.runtimeClassName: class`. `broken`: nodes
     /// the scheduler may pick too, whose runtime cannot start the pod.
     /// `gates`: the pod's scheduling gates, which the user is told about.
+    /// `passed`: the classes tried before `class`, each with why no kata
+    /// node can run the pod with it. `ranked`: the pod had several classes
+    /// to choose from, so the warning names the one it got.
     Mutate {
         class: String,
         broken: Option<Broken<'static>>,
         gates: Vec<String>,
+        passed: Vec<(String, Reasons)>,
+        ranked: bool,
     },
     /// Admit the pod as it is.
     Unchanged(Unchanged),
@@ -120,43 +126,125 @@ pub fn decide(
     settings: &Settings,
     cluster: &impl Cluster,
 ) -> Decision {
-    if let Err(decided) = judged_without_kata(pod, settings) {
+    if let Some(decided) = judged_without_kata(pod, settings) {
         return decided;
     }
-    let class = &settings.runtime_class_name;
-    match judge_class(class, pod, request, settings, cluster) {
-        Ok(broken) => Decision::Mutate {
-            class: class.clone(),
-            broken,
-            gates: pod.scheduling_gates.clone(),
-        },
-        Err(NoKata { cause, reasons }) => {
-            let outcome = match cause {
-                Cause::NoFeasibleNode => settings.no_feasible_node,
-                Cause::LookupFailure => settings.lookup_failure,
-            };
-            Decision::not_assigned(outcome, reasons)
+    let classes = classes_for(pod, settings);
+    let judged = match classes.len() {
+        1 => judge_classes(&classes, pod, request, settings, cluster),
+        // Every class judged with the same answers: one node list per
+        // admission whatever the number of classes.
+        _ => judge_classes(&classes, pod, request, settings, &memo::Memo::new(cluster)),
+    };
+    judged.unwrap_or_else(|failed| none_can_run(settings, failed))
+}
+
+/// The classes the pod may get, in order: those of the first
+/// `runtimeClassesByResource` route whose resources it requests or limits,
+/// else `runtimeClassName` and `fallbackRuntimeClasses`.
+fn classes_for<'s>(pod: &PodFacts, settings: &'s Settings) -> Vec<&'s str> {
+    let routes = &settings.runtime_classes_by_resource;
+    if !routes.is_empty() {
+        let names = pod.resources.names();
+        if let Some(route) = routes
+            .iter()
+            .find(|r| names.iter().any(|n| r.resources.contains(n)))
+        {
+            return route.classes.iter().map(String::as_str).collect();
         }
     }
+    settings.general_classes().collect()
+}
+
+/// The first class a kata node can run the pod with, or every class's
+/// reason (`NoKata` of the one class when there is one). A class the
+/// cluster could not be asked about ends the search: a later class is
+/// ranked lower, and a passing error must not hand it out (a TEE class's
+/// pods given the general one); `lookupFailure` decides instead.
+fn judge_classes(
+    classes: &[&str],
+    pod: &PodFacts,
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &impl Cluster,
+) -> Result<Decision, Vec<(String, NoKata)>> {
+    let mut passed: Vec<(String, NoKata)> = Vec::new();
+    for (k, class) in classes.iter().enumerate() {
+        match judge_class(class, pod, request, settings, cluster) {
+            Ok(broken) => {
+                return Ok(Decision::Mutate {
+                    class: class.to_string(),
+                    broken,
+                    gates: pod.scheduling_gates.clone(),
+                    passed: (passed.into_iter())
+                        .map(|(class, no)| (class, no.reasons))
+                        .collect(),
+                    ranked: classes.len() > 1,
+                });
+            }
+            Err(no) => {
+                let unknown = no.cause == Cause::LookupFailure;
+                passed.push((class.to_string(), no));
+                if unknown {
+                    let why = format!("not tried: ranked after {class}, which could not be judged");
+                    passed.extend(
+                        classes[k + 1..].iter().map(|later| {
+                            (later.to_string(), NoKata::new(Cause::LookupFailure, &why))
+                        }),
+                    );
+                    break;
+                }
+            }
+        }
+    }
+    Err(passed)
+}
+
+/// No class can be given: the outcome setting of the cause (a lookup
+/// failure, which ends the search, else no feasible node), and every
+/// class's reasons, each led by its class when there are several.
+fn none_can_run(settings: &Settings, failed: Vec<(String, NoKata)>) -> Decision {
+    let lookup = failed
+        .iter()
+        .any(|(_, no)| no.cause == Cause::LookupFailure);
+    let outcome = match lookup {
+        true => settings.lookup_failure,
+        false => settings.no_feasible_node,
+    };
+    let reasons = match <[_; 1]>::try_from(failed) {
+        Ok([(_, no)]) => no.reasons,
+        Err(failed) => Reasons(
+            failed
+                .into_iter()
+                .flat_map(|(class, no)| {
+                    no.reasons
+                        .0
+                        .into_iter()
+                        .map(move |r| format!("{class}: {r}"))
+                })
+                .collect(),
+        ),
+    };
+    Decision::not_assigned(outcome, reasons)
 }
 
 /// The pod's own gates, before any host call: a class it names itself, a
-/// mirror pod, a feature Kata cannot run, no spec. `Err` is the decision.
-fn judged_without_kata(pod: &PodFacts, settings: &Settings) -> Result<(), Decision> {
+/// mirror pod, a feature Kata cannot run, no spec: the decision, when one
+/// of them decides.
+fn judged_without_kata(pod: &PodFacts, settings: &Settings) -> Option<Decision> {
     if let Some(existing) = &pod.runtime_class_name {
-        return Err(named_class(existing, pod, settings));
+        return Some(named_class(existing, pod, settings));
     }
     let left = |why: &str| Decision::Unchanged(Unchanged::NotAssigned(Reasons::one(why)));
     if pod.is_mirror {
-        return Err(left(
+        return Some(left(
             "mirror pod of a static pod (the kubelet runs it, not the API)",
         ));
     }
-    runtime_incompatible(pod, settings)?;
-    if !pod.has_spec {
-        return Err(left("the pod has no spec"));
+    if let Some(decided) = runtime_incompatible(pod, settings) {
+        return Some(decided);
     }
-    Ok(())
+    (!pod.has_spec).then(|| left("the pod has no spec"))
 }
 
 /// Whether a kata node can run the pod with `class`, as the scheduler and
@@ -233,7 +321,7 @@ fn list_nodes(
     settings: &Settings,
     cluster: &impl Cluster,
     masks: NodeMasks,
-) -> Result<Vec<u8>, NoKata> {
+) -> Result<NodeList, NoKata> {
     cluster
         .kata_nodes(settings.host_label_selector(), masks)
         .map_err(|e| lookup_failed("cannot list kata nodes", &e))
@@ -311,7 +399,9 @@ fn node_masks(needs: Option<&HandlerNeeds>, features: FeatureNeeds) -> NodeMasks
 /// A pod that names its RuntimeClass itself keeps it, if
 /// `allowedRuntimeClasses` allows it; no host call either way.
 fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision {
-    let class = settings.runtime_class_name.as_str();
+    // Every class the policy assigns is allowed, and is "ours".
+    let configured = settings.configured_classes();
+    let ours = configured.contains(&existing);
     if existing.is_empty() {
         // The API server refuses "" (its RuntimeClass admission plugin:
         // "resource name may not be empty"; its validation: not a DNS
@@ -322,9 +412,14 @@ fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision 
     if let Some(allowed) = &settings.allowed_runtime_classes {
         // Mirror pods are the kubelet's static pods: refusing the mirror
         // would only hide a pod that runs anyway.
-        if existing != class && !pod.is_mirror && !allowed.iter().any(|a| a == existing) {
-            let mut names = vec![class.to_string()];
-            names.extend(allowed.iter().filter(|a| *a != class).cloned());
+        if !ours && !pod.is_mirror && !allowed.iter().any(|a| a == existing) {
+            let mut names: Vec<String> = configured.iter().map(|c| c.to_string()).collect();
+            names.extend(
+                allowed
+                    .iter()
+                    .filter(|a| !configured.contains(&a.as_str()))
+                    .cloned(),
+            );
             return Decision::Reject(Refusal::NotAllowed {
                 class: existing.into(),
                 allowed: names,
@@ -333,7 +428,7 @@ fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision 
     }
     Decision::Unchanged(Unchanged::NamedClass {
         class: existing.into(),
-        ours: existing == class,
+        ours,
     })
 }
 
@@ -341,16 +436,16 @@ fn named_class(existing: &str, pod: &PodFacts, settings: &Settings) -> Decision 
 /// Kata cannot provide is left unchanged whatever `noFeasibleNode` says,
 /// since the pod runs as it is, unless `incompatiblePod: reject` says that
 /// every pod must run under Kata. Every finding is kept, the first first.
-fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Result<(), Decision> {
+fn runtime_incompatible(pod: &PodFacts, settings: &Settings) -> Option<Decision> {
     if settings.skip_pods_using.is_empty() {
-        return Ok(());
+        return None;
     }
     let findings = incompatible::check(&pod.runtime, &settings.incompatible_rules());
     if findings.is_empty() {
-        return Ok(());
+        return None;
     }
     let reasons = Reasons(findings.iter().map(ToString::to_string).collect());
-    Err(match settings.incompatible_pod {
+    Some(match settings.incompatible_pod {
         Outcome::Accept => Decision::Unchanged(Unchanged::NotAssigned(reasons)),
         Outcome::Reject => Decision::Reject(Refusal::KataRequired(reasons)),
     })

@@ -129,6 +129,18 @@ pub struct PodResources {
 }
 
 impl PodResources {
+    /// Every resource a container, init container or sidecar requests or
+    /// limits, and the pod-level ones.
+    pub fn names(&self) -> std::collections::BTreeSet<&str> {
+        let containers = (self.containers.iter())
+            .chain(self.init_containers.iter().map(|(c, _)| c))
+            .chain(std::iter::once(&self.pod_level));
+        containers
+            .flat_map(|c| c.requests.keys().chain(c.limits.keys()))
+            .map(String::as_str)
+            .collect()
+    }
+
     /// The pod's requests as the scheduler counts them, plus `overhead`
     /// (the RuntimeClass's `overhead.podFixed`, which becomes `spec.overhead`).
     pub fn requests(&self, overhead: &ResourceList) -> ResourceList {

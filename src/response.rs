@@ -106,6 +106,8 @@ mod tests {
                 class: "kata".into(),
                 broken,
                 gates: Vec::new(),
+                passed: Vec::new(),
+                ranked: false,
             })
         }
     }

@@ -19,7 +19,7 @@ use kata_runtime_policy::annotation::{
     DECISION_ANNOTATION, MAX_ANNOTATIONS_BYTES, MAX_VALUE_BYTES, bounded,
 };
 use kata_runtime_policy::cluster::{
-    Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
+    Access, Cluster, LookupError, NodeList, NodeMasks, Resource, Subject, VolumeKind,
 };
 use kata_runtime_policy::decision::Decision;
 use kata_runtime_policy::decision::Reasons;
@@ -575,8 +575,8 @@ impl Cluster for Selecting {
     fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
     }
-    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
-        Ok(self.list())
+    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<NodeList, LookupError> {
+        Ok(NodeList::new(self.list()))
     }
     fn node(&self, name: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(self
@@ -609,8 +609,8 @@ impl Cluster for Fake {
     fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
         Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
     }
-    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
-        Ok(self.nodes.clone())
+    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<NodeList, LookupError> {
+        Ok(NodeList::new(self.nodes.clone()))
     }
     fn node(&self, name: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         let list: Value = serde_json::from_slice(&self.nodes).unwrap();
@@ -649,11 +649,57 @@ impl Cluster for NoReads {
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
         self.0.runtime_class(name)
     }
-    fn kata_nodes(&self, selector: Option<&str>, masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
+    fn kata_nodes(
+        &self,
+        selector: Option<&str>,
+        masks: NodeMasks,
+    ) -> Result<NodeList, LookupError> {
         self.0.kata_nodes(selector, masks)
     }
     fn node(&self, _: &str, _: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         Err(LookupError::from_host("connection refused".into()))
+    }
+    fn may(
+        &self,
+        subject: &Subject,
+        verb: &str,
+        resource: Resource,
+    ) -> Result<Access, LookupError> {
+        self.0.may(subject, verb, resource)
+    }
+    fn object(
+        &self,
+        kind: VolumeKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, LookupError> {
+        self.0.object(kind, namespace, name)
+    }
+    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
+        self.0.objects(kind)
+    }
+}
+
+/// `Fake` where each RuntimeClass runs the handler of its own name.
+struct OwnHandlers(Fake);
+
+impl Cluster for OwnHandlers {
+    fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        Ok(Some(
+            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": name})
+                .to_string()
+                .into_bytes(),
+        ))
+    }
+    fn kata_nodes(
+        &self,
+        selector: Option<&str>,
+        masks: NodeMasks,
+    ) -> Result<NodeList, LookupError> {
+        self.0.kata_nodes(selector, masks)
+    }
+    fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
+        self.0.node(name, masks)
     }
     fn may(
         &self,
@@ -1129,6 +1175,53 @@ proptest! {
                 }
             }
             (probed, exhaustive) => prop_assert_eq!(probed, exhaustive),
+        }
+    }
+
+    /// One class and no routes is the policy before several classes:
+    /// empty lists, or a route on a resource the pod does not use, change
+    /// nothing in the review (the class, the patch, every message).
+    #[test]
+    fn one_class_and_no_routes_decide_as_before(
+        spec in pod_spec(), nodes in nodes(), check in pick(&["auto", "required", "off"]),
+        route in any::<bool>(),
+    ) {
+        let before = json!({"runtimeHandlerCheck": check, "annotateDecision": true});
+        let mut now = before.clone();
+        now["fallbackRuntimeClasses"] = json!([]);
+        now["runtimeClassesByResource"] = match route {
+            true => json!([{"resources": ["example.com/unused"], "runtimeClassNames": ["kata-gpu"]}]),
+            false => json!([]),
+        };
+        prop_assert_eq!(decide_with(&pod(spec.clone()), &nodes, before), decide_with(&pod(spec), &nodes, now));
+    }
+
+    /// With fallbacks, a pod is given Kata iff some listed class alone
+    /// would give it, and the class is the first such.
+    #[test]
+    fn fallbacks_assign_the_first_class_that_can_run_the_pod(
+        spec in pod_spec(), nodes in nodes(), order in proptest::sample::subsequence(vec!["kata", "kata-qemu", "kata-clh"], 1..=3),
+        check in pick(&["auto", "required"]), shuffle in any::<bool>(),
+    ) {
+        let mut classes = order;
+        if shuffle {
+            classes.reverse();
+        }
+        let cluster = OwnHandlers(Fake { nodes: json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes() });
+        let run = |first: &str, rest: &[&str]| {
+            let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "operation": "CREATE", "object": pod(spec.clone())},
+                "settings": {"runtimeClassName": first, "fallbackRuntimeClasses": rest, "runtimeHandlerCheck": check}});
+            review(payload.to_string().as_bytes(), &cluster).decision
+        };
+        let alone: Vec<Decision> = classes.iter().map(|c| run(c, &[])).collect();
+        let first_alone = classes.iter().zip(&alone).find(|(_, d)| matches!(d, Decision::Mutate { .. }));
+        let together = run(classes[0], &classes[1..]);
+        match (first_alone, &together) {
+            (Some((want, _)), Decision::Mutate { class, .. }) => prop_assert_eq!(class.as_str(), *want),
+            (None, Decision::Mutate { class, .. }) => prop_assert!(false, "{class} given, no class alone: {:?}", alone),
+            (Some((want, _)), other) => prop_assert!(false, "{want} alone gives Kata, together: {:?}", other),
+            (None, _) => {}
         }
     }
 

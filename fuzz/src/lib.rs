@@ -4,7 +4,7 @@
 use std::fmt;
 
 use kata_runtime_policy::cluster::{
-    Access, Cluster, LookupError, NodeMasks, Resource, Subject, VolumeKind,
+    Access, Cluster, LookupError, NodeList, NodeMasks, Resource, Subject, VolumeKind,
 };
 // What the node-reader oracle takes from its parent module.
 use kata_runtime_policy::node::{
@@ -57,8 +57,8 @@ impl Cluster for FakeCluster<'_> {
         &self,
         _label_selector: Option<&str>,
         _masks: NodeMasks,
-    ) -> Result<Vec<u8>, LookupError> {
-        Ok(self.nodes.to_vec())
+    ) -> Result<NodeList, LookupError> {
+        Ok(NodeList::new(self.nodes.to_vec()))
     }
 
     /// A read by name answers the fuzzed node bytes themselves, so that

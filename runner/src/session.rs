@@ -406,11 +406,11 @@ mod tests {
                 "{} has no exchanges",
                 file.display()
             );
-            // Every project session starts by fetching the RuntimeClass.
-            assert_eq!(
-                session.pending().next().unwrap().request,
-                get_runtime_class()
-            );
+            // Every project session starts by fetching a RuntimeClass.
+            assert!(matches!(
+                &session.pending().next().unwrap().request,
+                CallbackRequest::KubernetesGetResource { kind, .. } if kind == "RuntimeClass"
+            ));
         }
     }
 

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::cluster::{
-    Access, LookupError, LookupErrorKind, NodeMasks, Resource, Subject, VolumeKind,
+    Access, LookupError, LookupErrorKind, NodeList, NodeMasks, Resource, Subject, VolumeKind,
 };
 use crate::decision::explain::NOT_ASSIGNED;
 use crate::volumes::test_support;
@@ -94,6 +94,8 @@ struct FakeCluster {
     listed: RefCell<Vec<NodeMasks>>,
     /// What a GET of these nodes answers instead (deleted, changed, failing).
     reads: Vec<(&'static str, Result<Option<Value>, LookupError>)>,
+    /// When not empty, the RuntimeClasses by name (any other does not exist).
+    classes: Vec<Value>,
 }
 
 impl FakeCluster {
@@ -115,6 +117,7 @@ impl FakeCluster {
             masks: RefCell::default(),
             listed: RefCell::default(),
             reads: Vec::new(),
+            classes: Vec::new(),
         }
     }
     fn with_volume_objects(mut self, objects: Vec<Value>) -> Self {
@@ -132,11 +135,19 @@ impl Cluster for FakeCluster {
         self.queries
             .borrow_mut()
             .push(format!("RuntimeClass {name}"));
+        if !self.classes.is_empty() {
+            let class = self.classes.iter().find(|c| c["metadata"]["name"] == name);
+            return Ok(class.map(|c| c.to_string().into_bytes()));
+        }
         self.runtime_class
             .clone()
             .map(|o| o.map(|v| v.to_string().into_bytes()))
     }
-    fn kata_nodes(&self, selector: Option<&str>, masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
+    fn kata_nodes(
+        &self,
+        selector: Option<&str>,
+        masks: NodeMasks,
+    ) -> Result<NodeList, LookupError> {
         self.masks.borrow_mut().push(masks);
         self.listed.borrow_mut().push(masks);
         self.queries
@@ -152,9 +163,9 @@ impl Cluster for FakeCluster {
                         *n = masked(n, masks);
                     }
                 }
-                Ok(list.to_string().into_bytes())
+                Ok(NodeList::new(list.to_string().into_bytes()))
             }
-            Err(_) => Ok(bytes),
+            Err(_) => Ok(NodeList::new(bytes)),
         }
     }
     fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
@@ -1679,3 +1690,5 @@ mod incompatible;
 mod annotate;
 
 mod kubernetes_136;
+
+mod classes;

@@ -17,20 +17,50 @@ impl Reasons {
     }
 }
 
+/// `kata-clh: 0/2 kata nodes can run this pod: …; kata-fc: …`: each class
+/// passed over and why.
+fn passed_over(passed: &[(String, Reasons)]) -> String {
+    let each: Vec<String> = (passed.iter())
+        .map(|(class, reasons)| format!("{class}: {}", reasons.joined()))
+        .collect();
+    each.join("; ")
+}
+
 impl Decision {
     /// What the user reads: the warning of an admitted pod (when
     /// [`warns`](Self::warns)), the message of a refusal.
     pub fn explanation(&self) -> String {
         match self {
-            Decision::Mutate { class, broken, .. } => match broken {
+            Decision::Mutate {
+                class,
+                broken,
+                passed,
+                ranked,
+                ..
+            } => match (broken, passed.is_empty()) {
                 // Names no node and no count: without broken nodes the
                 // search may stop at the first fit, and the host's list
                 // order is not stable.
-                None => {
+                (None, true) => {
                     format!("runtimeClassName {class:?} assigned: a kata node can run this pod")
                 }
-                Some(broken) => format!(
+                // The first of several classes: which one.
+                (Some(broken), true) if *ranked => format!(
+                    "runtimeClassName {class:?} assigned, but {broken}: if the scheduler picks one, \
+                     the pod will not start"
+                ),
+                (Some(broken), true) => format!(
                     "kata runtime assigned, but {broken}: if the scheduler picks one, the pod will not start"
+                ),
+                // A later class: which, and why each earlier one was not.
+                (None, false) => format!(
+                    "runtimeClassName {class:?} assigned ({})",
+                    passed_over(passed)
+                ),
+                (Some(broken), false) => format!(
+                    "runtimeClassName {class:?} assigned ({}), but {broken}: if the scheduler picks one, \
+                     the pod will not start",
+                    passed_over(passed)
                 ),
             },
             Decision::Unchanged(Unchanged::NotEvaluated(request)) => {
@@ -65,7 +95,7 @@ impl Decision {
     /// cannot start the pod. A refusal's explanation is its message.
     pub fn warns(&self) -> bool {
         match self {
-            Decision::Mutate { broken, .. } => broken.is_some(),
+            Decision::Mutate { broken, passed, .. } => broken.is_some() || !passed.is_empty(),
             Decision::Unchanged(Unchanged::NotEvaluated(_)) => false,
             // A pod that already asked for our class has Kata.
             Decision::Unchanged(Unchanged::NamedClass { ours, .. }) => !ours,

@@ -80,6 +80,20 @@ pub struct Settings {
     /// Write the decision on every evaluated pod the policy admits, as the
     /// annotation `kata-runtime-policy.kubewarden.io/decision`.
     pub annotate_decision: bool,
+    /// Classes tried in order after `runtimeClassName`.
+    pub fallback_runtime_classes: Vec<String>,
+    /// Pods that request a listed resource take their classes from the
+    /// first matching route only.
+    pub runtime_classes_by_resource: Vec<ClassRoute>,
+}
+
+/// One entry of `runtimeClassesByResource`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassRoute {
+    /// Extended resource names or `domain/*` groups.
+    pub resources: ResourceNames,
+    /// The classes such a pod may get, in order.
+    pub classes: Vec<String>,
 }
 
 pub const DEFAULT_RUNTIME_CLASS: &str = "kata";
@@ -123,11 +137,34 @@ impl Default for Settings {
             allowed_runtime_classes: None,
             runtime_handler_check: HandlerCheck::Auto,
             annotate_decision: false,
+            fallback_runtime_classes: Vec::new(),
+            runtime_classes_by_resource: Vec::new(),
         }
     }
 }
 
 impl Settings {
+    /// The classes a pod without a routed resource may get, in order:
+    /// `runtimeClassName`, then `fallbackRuntimeClasses`.
+    pub fn general_classes(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.runtime_class_name.as_str())
+            .chain(self.fallback_runtime_classes.iter().map(String::as_str))
+    }
+
+    /// Every class the policy assigns: the general ones, then the routed
+    /// ones, each once.
+    pub fn configured_classes(&self) -> Vec<&str> {
+        let mut classes: Vec<&str> = self.general_classes().collect();
+        for route in &self.runtime_classes_by_resource {
+            for class in &route.classes {
+                if !classes.contains(&class.as_str()) {
+                    classes.push(class);
+                }
+            }
+        }
+        classes
+    }
+
     /// The subject of the `can_i` questions: the service account with the
     /// groups the API server gives every service account.
     pub fn policy_server_subject(&self) -> Subject<'_> {

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::legacy::{allowed_classes, skipped_features};
-use super::{HandlerCheck, NodeSelector, Outcome, ServiceAccount, Settings};
+use super::{ClassRoute, HandlerCheck, NodeSelector, Outcome, ServiceAccount, Settings};
 use crate::incompatible::{self, Feature, FeatureSet};
 use crate::labels;
 use crate::resources::ResourceNames;
@@ -47,7 +47,7 @@ const fn known(name: &'static str, read: Reader) -> Known {
 /// one list both the reader and that message use, so they cannot disagree.
 /// A `null` list keeps the default, like an absent key (Helm renders unset
 /// values as null); `[]` empties it.
-const KNOWN: [Known; 16] = [
+const KNOWN: [Known; 18] = [
     known("runtimeClassName", |d, key, value| {
         let name = string(key, value)?;
         if !labels::is_dns_subdomain(&name) {
@@ -56,6 +56,14 @@ const KNOWN: [Known; 16] = [
             ));
         }
         d.settings.runtime_class_name = name;
+        Ok(())
+    }),
+    known("fallbackRuntimeClasses", |d, key, value| {
+        d.settings.fallback_runtime_classes = class_names(key, value)?;
+        Ok(())
+    }),
+    known("runtimeClassesByResource", |d, key, value| {
+        d.settings.runtime_classes_by_resource = routes(key, value)?;
         Ok(())
     }),
     known("kataNodeSelector", |d, key, value| {
@@ -214,6 +222,13 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
         Ok(allowed) => settings.allowed_runtime_classes = allowed,
         Err(e) => errors.push(e),
     }
+    if let Some(class) =
+        (settings.fallback_runtime_classes.iter()).find(|c| **c == settings.runtime_class_name)
+    {
+        errors.push(format!(
+            "fallbackRuntimeClasses: {class:?} is runtimeClassName already: list each class once"
+        ));
+    }
     if errors.is_empty() {
         Ok(settings)
     } else {
@@ -290,6 +305,76 @@ fn socket_paths(key: &str, value: &Value) -> Result<Vec<Cow<'static, str>>, Stri
 fn resource_names(key: &str, value: &Value) -> Result<ResourceNames, String> {
     let entries = strings(key, value)?;
     ResourceNames::parse(entries.iter().map(String::as_str)).map_err(|e| format!("{key}: {e}"))
+}
+
+/// RuntimeClass names, each once.
+fn class_names(key: &str, value: &Value) -> Result<Vec<String>, String> {
+    let names = strings(key, value)?;
+    let mut seen = std::collections::BTreeSet::new();
+    for name in &names {
+        if !labels::is_dns_subdomain(name) {
+            return Err(format!(
+                "{key}: {name:?} is not a RuntimeClass name (a lowercase DNS subdomain such as \"kata-clh\")"
+            ));
+        }
+        if !seen.insert(name) {
+            return Err(format!("{key}: {name:?} is listed twice"));
+        }
+    }
+    Ok(names)
+}
+
+/// `runtimeClassesByResource`: `{resources, runtimeClassNames}` entries.
+fn routes(key: &str, value: &Value) -> Result<Vec<ClassRoute>, String> {
+    let entries = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(entries) => entries,
+        other => {
+            return Err(format!(
+                "{key} must be a list of {{resources, runtimeClassNames}}, got {other}"
+            ));
+        }
+    };
+    let mut routes = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let at = format!("{key}[{i}]");
+        let Value::Object(fields) = entry else {
+            return Err(format!(
+                "{at} must be an object with resources and runtimeClassNames, got {entry}"
+            ));
+        };
+        if let Some(other) = fields
+            .keys()
+            .find(|k| *k != "resources" && *k != "runtimeClassNames")
+        {
+            return Err(format!(
+                "{at}: unknown field {other:?} (known: resources, runtimeClassNames)"
+            ));
+        }
+        let null = Value::Null;
+        let resources = strings(
+            &format!("{at}.resources"),
+            fields.get("resources").unwrap_or(&null),
+        )?;
+        if resources.is_empty() {
+            return Err(format!(
+                "{at}.resources must list extended resources, such as \"nvidia.com/pgpu\""
+            ));
+        }
+        let resources = ResourceNames::parse(resources.iter().map(String::as_str))
+            .map_err(|e| format!("{at}.resources: {e}"))?;
+        let classes = class_names(
+            &format!("{at}.runtimeClassNames"),
+            fields.get("runtimeClassNames").unwrap_or(&null),
+        )?;
+        if classes.is_empty() {
+            return Err(format!(
+                "{at}.runtimeClassNames must name at least one RuntimeClass, such as \"kata-qemu-nvidia-gpu\""
+            ));
+        }
+        routes.push(ClassRoute { resources, classes });
+    }
+    Ok(routes)
 }
 
 fn strings(key: &str, value: &Value) -> Result<Vec<String>, String> {

@@ -289,7 +289,8 @@ fn restrict_runtime_classes_false_with_a_list_is_refused() {
 fn an_unknown_setting_is_refused_with_every_known_one() {
     assert_eq!(
         Settings::from_value(&json!({"annotateDecisions": true})).unwrap_err(),
-        "unknown setting \"annotateDecisions\"; known settings: runtimeClassName, kataNodeSelector, \
+        "unknown setting \"annotateDecisions\"; known settings: runtimeClassName, fallbackRuntimeClasses, \
+         runtimeClassesByResource, kataNodeSelector, \
          noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, \
          hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, \
          policyServerServiceAccount, checkVolumes, restrictRuntimeClasses, allowedRuntimeClasses, \
@@ -545,4 +546,80 @@ fn the_built_defaults_equal_their_constants_parsed() {
     let every = NodeSelector::parse("").unwrap();
     assert_eq!(every.host_selector(), None);
     assert!(every.matches(|_| None));
+}
+
+#[test]
+fn several_classes_are_read_in_order() {
+    let s = Settings::from_value(&json!({
+        "runtimeClassName": "kata-clh",
+        "fallbackRuntimeClasses": ["kata-qemu-runtime-rs"],
+        "runtimeClassesByResource": [{"resources": ["nvidia.com/pgpu", "example.com/*"],
+            "runtimeClassNames": ["kata-qemu-nvidia-gpu"]}]}))
+    .unwrap();
+    assert_eq!(
+        s.general_classes().collect::<Vec<_>>(),
+        ["kata-clh", "kata-qemu-runtime-rs"]
+    );
+    assert_eq!(
+        s.configured_classes(),
+        ["kata-clh", "kata-qemu-runtime-rs", "kata-qemu-nvidia-gpu"]
+    );
+    let route = &s.runtime_classes_by_resource[0];
+    assert!(
+        route.resources.contains("nvidia.com/pgpu") && route.resources.contains("example.com/x")
+    );
+    // null and [] keep the one class.
+    for empty in [json!(null), json!([])] {
+        let s = Settings::from_value(
+            &json!({"fallbackRuntimeClasses": empty, "runtimeClassesByResource": empty}),
+        )
+        .unwrap();
+        assert_eq!(s, Settings::default());
+    }
+}
+
+#[test]
+fn several_classes_are_refused_with_the_fix() {
+    let cases = [
+        (
+            json!({"fallbackRuntimeClasses": ["kata-clh", "kata-clh"]}),
+            "fallbackRuntimeClasses: \"kata-clh\" is listed twice",
+        ),
+        (
+            json!({"runtimeClassName": "kata-clh", "fallbackRuntimeClasses": ["kata-clh"]}),
+            "fallbackRuntimeClasses: \"kata-clh\" is runtimeClassName already: list each class once",
+        ),
+        (
+            json!({"fallbackRuntimeClasses": ["Kata_CLH"]}),
+            "fallbackRuntimeClasses: \"Kata_CLH\" is not a RuntimeClass name (a lowercase DNS subdomain such as \"kata-clh\")",
+        ),
+        (
+            json!({"fallbackRuntimeClasses": "kata-clh"}),
+            "fallbackRuntimeClasses must be a list of strings, got \"kata-clh\"",
+        ),
+        (
+            json!({"runtimeClassesByResource": [{"resources": ["nvidia.com/pgpu"]}]}),
+            "runtimeClassesByResource[0].runtimeClassNames must name at least one RuntimeClass, such as \"kata-qemu-nvidia-gpu\"",
+        ),
+        (
+            json!({"runtimeClassesByResource": [{"resources": ["cpu"], "runtimeClassNames": ["kata"]}]}),
+            "runtimeClassesByResource[0].resources: \"cpu\" is not an extended resource name",
+        ),
+        (
+            json!({"runtimeClassesByResource": [{"resources": [], "runtimeClassNames": ["kata"]}]}),
+            "runtimeClassesByResource[0].resources must list extended resources",
+        ),
+        (
+            json!({"runtimeClassesByResource": [{"resource": ["nvidia.com/pgpu"], "runtimeClassNames": ["kata"]}]}),
+            "runtimeClassesByResource[0]: unknown field \"resource\" (known: resources, runtimeClassNames)",
+        ),
+        (
+            json!({"runtimeClassesByResource": {"nvidia.com/pgpu": "kata"}}),
+            "runtimeClassesByResource must be a list of {resources, runtimeClassNames}",
+        ),
+    ];
+    for (settings, expected) in cases {
+        let err = Settings::from_value(&settings).unwrap_err();
+        assert!(err.starts_with(expected), "{settings}: {err}");
+    }
 }

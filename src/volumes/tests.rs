@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::cluster::{Access, NodeMasks, Resource};
+use crate::cluster::{Access, NodeList, NodeMasks, Resource};
 use crate::node::Node;
 use crate::scheduling::test_support::node;
 
@@ -40,7 +40,7 @@ impl Cluster for Objects {
     fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
         unreachable!("the volume check reads no RuntimeClass")
     }
-    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<Vec<u8>, LookupError> {
+    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<NodeList, LookupError> {
         unreachable!("the volume check lists no node")
     }
     fn node(&self, _: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {

@@ -17,9 +17,10 @@
 # API server (server-side dry run, strict field validation), and the policies
 # the suite runs (examples/cluster-admission-policy.yaml, then its monitor
 # variant, examples/cluster-admission-policy-kata-mandatory.yaml in a
-# labelled namespace, and a copy of the first with its commented opt-out
-# objectSelector in force, all from one policy-server) are the examples as
-# the API server stored them. Without them those checks are skipped, with a
+# labelled namespace, a copy of the first with its commented opt-out
+# objectSelector in force, and one with README.md's settings for kata-deploy
+# 4.x's classes, all from one policy-server) are the examples as the API
+# server stored them. Without them those checks are skipped, with a
 # line saying so, and the policies are the examples as written.
 # policy-server runs as examples/policy-server.yaml's ServiceAccount, with
 # examples/rbac.yaml's rules alone; the kata RuntimeClass is
@@ -129,14 +130,18 @@ MANDATORY_LABEL=kata-runtime-policy.kubewarden.io/kata-mandatory
 # commented objectSelector in force (a copy), and by that policy alone.
 OPTOUT=self-service
 OPTOUT_LABEL=kata-runtime-policy.kubewarden.io/opt-out
+# Kata classes: judged by a copy of examples/cluster-admission-policy.yaml
+# with README.md's settings for kata-deploy 4.x's classes ("Choosing among
+# Kata classes"), and by that policy alone.
+CLASSES_NS=kata-classes
 # README.md's smoke test ("Verify") runs in the namespace it creates,
 # judged by examples/cluster-admission-policy.yaml alone, as in README.md.
 readme_cmd "kubectl create namespace "
 SMOKE=${CMD##* }
-for ns in kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT; do
+for ns in kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT $CLASSES_NS; do
   k create namespace $ns >/dev/null
 done
-for ns in default kube-system kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT; do
+for ns in default kube-system kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT $CLASSES_NS; do
   k -n $ns create serviceaccount default >/dev/null 2>&1 || true
 done
 
@@ -383,8 +388,8 @@ kubeconfig "$D/policy-server.kubeconfig" "$PS_SA" "{token: $TOKEN}"
 # - examples/cluster-admission-policy-kata-mandatory.yaml, only its module
 #   changed (this checkout's): its own webhook, on the namespaces labelled
 #   $MANDATORY_LABEL=true ($MANDATORY).
-# - examples/cluster-admission-policy.yaml, its module changed, $BYHAND and
-#   $MANDATORY left out, and settings of the suite's own: the restriction of
+# - examples/cluster-admission-policy.yaml, its module changed, $BYHAND,
+#   $MANDATORY and $CLASSES_NS left out, and settings of the suite's own: the restriction of
 #   the classes a pod names itself on, gvisor allowed (SUITE_SETTINGS).
 #   $MANDATORY is left out so that
 #   there the Kata-mandatory policy alone decides: the API server calls
@@ -419,10 +424,25 @@ if [[ $copy_diff == '""' ]]; then
 else
   fail "opt-out: the copy with the commented objectSelector uncommented: $copy_diff"
 fi
-use_policy "$OPTOUT_FILE" '{}' $TENANT $BYHAND $MANDATORY "$SMOKE"
+use_policy "$OPTOUT_FILE" '{}' $TENANT $BYHAND $MANDATORY $CLASSES_NS "$SMOKE"
 OPTOUT_CAP=$CAP
 OPTOUT_ID=$POLICY_ID
-use_policy examples/cluster-admission-policy.yaml "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT
+# - The classes copy: examples/cluster-admission-policy.yaml named
+#   kata-runtime-classes, with the settings README.md gives for kata-deploy
+#   4.x's classes in place of its runtimeClassName, judging $CLASSES_NS only.
+CLASSES_FILE=$D/cluster-admission-policy-classes.json
+awk '/^### Choosing among Kata classes/ {on = 1} on && /^```yaml$/ {block = 1; next} block && /^```$/ {exit} block {print "  " $0}' README.md |
+  { printf 'apiVersion: example.com/v1\nkind: Snippet\nmetadata: {name: readme}\nspec:\n'; cat; } >"$D/classes-snippet.yaml"
+CLASSES_SETTINGS=$(yaml_objects "$D/classes-snippet.yaml" | jq -c '.spec.settings // empty')
+[[ $(jq -r '.fallbackRuntimeClasses | length' <<<"${CLASSES_SETTINGS:-null}" 2>/dev/null) -gt 0 ]] ||
+  die "README.md, \"Choosing among Kata classes\": no settings block with fallbackRuntimeClasses ($D/classes-snippet.yaml)"
+yaml_objects examples/cluster-admission-policy.yaml | jq -c --argjson s "$CLASSES_SETTINGS" --arg ns $CLASSES_NS '
+  .metadata.name = "kata-runtime-classes" | .spec.settings += $s
+  | .spec.namespaceSelector.matchExpressions += [{key: "kubernetes.io/metadata.name", operator: "In", values: [$ns]}]' >"$CLASSES_FILE"
+use_policy "$CLASSES_FILE" '{}'
+CLASSES_CAP=$CAP
+CLASSES_ID=$POLICY_ID
+use_policy examples/cluster-admission-policy.yaml "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT $CLASSES_NS
 SETTINGS=$(jq -c '.spec.settings // {}' <<<"$CAP")
 # With annotateDecision (the examples set it), each pod the policy admits
 # carries its decision under this key.
@@ -435,6 +455,9 @@ MANDATORY_CONFIG=$WEBHOOK_CONFIG
 register_webhook "$OPTOUT_CAP"
 OPTOUT_WEBHOOK=$WEBHOOK
 OPTOUT_CONFIG=$WEBHOOK_CONFIG
+register_webhook "$CLASSES_CAP"
+CLASSES_WEBHOOK=$WEBHOOK
+CLASSES_CONFIG=$WEBHOOK_CONFIG
 register_webhook
 log "cluster ready after $(($(date +%s) - T0)) s"
 
@@ -691,12 +714,13 @@ registration() {
   fi
 }
 registration examples/cluster-admission-policy.yaml "$WEBHOOK_CONFIG" "$POLICY_ID" \
-  "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT
+  "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT $CLASSES_NS
 registration examples/cluster-admission-policy-kata-mandatory.yaml "$MANDATORY_CONFIG" "$MANDATORY_ID" '{}'
-registration "$OPTOUT_FILE" "$OPTOUT_CONFIG" "$OPTOUT_ID" '{}' $TENANT $BYHAND $MANDATORY "$SMOKE"
+registration "$OPTOUT_FILE" "$OPTOUT_CONFIG" "$OPTOUT_ID" '{}' $TENANT $BYHAND $MANDATORY $CLASSES_NS "$SMOKE"
+registration "$CLASSES_FILE" "$CLASSES_CONFIG" "$CLASSES_ID" '{}'
 served=$(jq -c 'keys' "$D/policies.yml")
-[[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID" "$OPTOUT_ID")" ]] && pass "policies.yml: one policy-server serves $served" ||
-  fail "policies.yml: serves $served, not $POLICY_ID, $MANDATORY_ID and $OPTOUT_ID"
+[[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID" "$OPTOUT_ID" "$CLASSES_ID")" ]] && pass "policies.yml: one policy-server serves $served" ||
+  fail "policies.yml: serves $served, not $POLICY_ID, $MANDATORY_ID, $OPTOUT_ID and $CLASSES_ID"
 # Through the API server: a plain pod is mutated in $TENANT and in
 # $MANDATORY (the label), and never seen in Kubewarden's namespace (the
 # controller's exclusion) or in kube-system (the example's; unlabelled).
@@ -1611,6 +1635,130 @@ else
   fi
 fi
 
+echo "# Kata classes: kata-deploy 4.x's classes ranked, a VFIO GPU routed to its class ($CLASSES_NS)"
+# kata-deploy 4.x installs one RuntimeClass per shim, each selecting both
+# Kata labels, with its own handler and overhead: kata-clh (130Mi, 250m;
+# amd64 only), kata-qemu-runtime-rs (the suite's copy of the example) and
+# kata-qemu-nvidia-gpu (10240Mi, 1 CPU; its guest carries the GPU driver).
+# Pool classes, behind its own label and taint as the handler pools are:
+#   kata-amd64: every shim but the GPU one;
+#   kata-arm64: kata-qemu-runtime-rs only (no clh on arm64);
+#   kata-gpu (amd64): every shim, one nvidia.com/pgpu, 24Gi.
+# The policy is the README's settings (kata-clh, then kata-qemu-runtime-rs;
+# nvidia.com/pgpu routed to kata-qemu-nvidia-gpu). Each pod must come with
+# the expected class and its overhead, and the scheduler must place it on a
+# node that reports that class's handler.
+kata_class() { # NAME HANDLER MEMORY CPU: kata-deploy 4.x's class of a shim
+  yaml_objects examples/runtimeclass-kata.yaml | jq -c --arg n "$1" --arg h "$2" --arg m "$3" --arg c "$4" \
+    'select(.kind == "RuntimeClass") | .metadata.name = $n | .handler = $h | .overhead.podFixed = {memory: $m, cpu: $c}' |
+    k apply -f - >/dev/null
+}
+kata_class kata-clh kata-clh 130Mi 250m
+kata_class kata-qemu-nvidia-gpu kata-qemu-nvidia-gpu 10240Mi 1
+handler_list() { jq -nc --argjson f "$HF" '[$ARGS.positional[] | {name: ., features: $f}]' --args "" runc "$@"; }
+classes_node() { # NAME ARCH ALLOCATABLE_JSON HANDLER...
+  local name=$1 arch=$2 alloc=$3
+  shift 3
+  node "$name" "{\"example.com/pool\":\"classes\",\"kubernetes.io/arch\":\"$arch\",$ZONE_A}" "$alloc" \
+    '[{"key":"example.com/pool","value":"classes","effect":"NoSchedule"}]' "$(handler_list "$@")"
+  k label node "$name" katacontainers.io/kata-runtime=true kata-deploy.katacontainers.io/default=true >/dev/null
+}
+classes_node kata-amd64 amd64 "$SMALL" kata-clh "$KATA_HANDLER"
+classes_node kata-arm64 arm64 "$SMALL" "$KATA_HANDLER"
+classes_node kata-gpu amd64 '{"cpu":"16","memory":"24Gi","pods":"110","nvidia.com/pgpu":"1"}' \
+  kata-clh "$KATA_HANDLER" kata-qemu-nvidia-gpu
+KATA_NODES=$(k get nodes -l katacontainers.io/kata-runtime=true -o name | wc -l)
+
+# in_classes FILE: the pod of FILE created in $CLASSES_NS; kubectl's output.
+in_classes() { create_pod $CLASSES_NS "$1"; }
+# until_classes FILE CLASS: until a server-side dry run of FILE's pod in
+# $CLASSES_NS gets CLASS (at most 10 s): policy-server's cache has the pool.
+until_classes() {
+  local t
+  t=$(date +%s%N)
+  until manifest_json "$1" | jq '.metadata.name = "cache-probe"' |
+    k -n $CLASSES_NS create --dry-run=server -o json -f - 2>/dev/null | jq -e --arg c "$2" '.spec.runtimeClassName == $c' >/dev/null; do
+    (($(date +%s%N) - t < 10000000000)) || break
+    sleep 0.2
+  done
+  log "the classes pool reached policy-server after $((($(date +%s%N) - t) / 1000000)) ms"
+}
+until_classes tests/cluster/pods/classes-arm64.yaml kata-qemu-runtime-rs
+
+# class_scenario NAME CLASS WARNING: the pod NAME (tests/cluster/pods) in
+# $CLASSES_NS gets CLASS, with WARNING as kubectl's only warning line (none
+# when empty), the same as the decision annotation and the audit reason, the
+# class's overhead merged, and is placed on a node whose runtime reports the
+# class's handler.
+class_scenario() {
+  local name=$1 class=$2 want=$3 out pod rc reason where handler reports audit note overhead
+  out=$(in_classes tests/cluster/pods/$name.yaml)
+  pod=$(k -n $CLASSES_NS get pod "$name" -o json 2>/dev/null) || {
+    fail "$name: not created: $out"
+    return
+  }
+  rc=$(jq -r '.spec.runtimeClassName // "none"' <<<"$pod")
+  reason=${want:-runtimeClassName \"$class\" assigned: a kata node can run this pod}
+  note=$(jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"' <<<"$pod")
+  audit=$(audit_of "$name" $CLASSES_NS)
+  overhead=$(k get runtimeclass "$class" -o json 2>/dev/null | jq -c .overhead.podFixed)
+  where=$(placed $CLASSES_NS "$name")
+  handler=$(k get runtimeclass "$class" -o jsonpath='{.handler}' 2>/dev/null)
+  reports=$(k get node "$where" -o json 2>/dev/null | jq -r --arg h "$handler" '[.status.runtimeHandlers[]?.name] | index($h) != null')
+  if [[ $rc != "$class" ]]; then
+    fail "$name: expected class $class, got $rc: $out"
+  elif [[ $(grep '^Warning: ' <<<"$out" || true) != "${want:+Warning: $want}" ]]; then
+    fail "$name: $class, but kubectl's warnings are not '${want:-none}': $out"
+  elif [[ $note != "mutated: $reason" ]]; then
+    fail "$name: $DECISION_KEY is '$note', not 'mutated: $reason'"
+  elif [[ $(jq -r --arg w "$CLASSES_WEBHOOK" '.[$w + "/reason"]' <<<"$audit") != "$reason" ]]; then
+    fail "$name: the audit reason is not '$reason': $audit"
+  elif [[ $(jq -c .spec.overhead <<<"$pod") != "$overhead" ]]; then
+    fail "$name: overhead $(jq -c .spec.overhead <<<"$pod"), not $class's $overhead"
+  elif [[ $reports != true ]]; then
+    fail "$name: placed '$where', which does not report handler '$handler' of $class"
+  else
+    pass "$name: $class$([[ -z $want ]] || echo ", with the warning"), annotated and audited the same, overhead $overhead merged, placed on $where, which reports handler $handler"
+  fi
+}
+# no_class_scenario NAME WANT_PART...: the pod NAME is left alone in
+# $CLASSES_NS, its warning one line with each WANT_PART.
+no_class_scenario() {
+  local name=$1 out pod part lacks=""
+  shift
+  out=$(in_classes tests/cluster/pods/$name.yaml)
+  pod=$(k -n $CLASSES_NS get pod "$name" -o json 2>/dev/null) || {
+    fail "$name: not created: $out"
+    return
+  }
+  for part in "$@"; do [[ $out == *"$part"* ]] || lacks+="'$part' "; done
+  if [[ $(jq -r '.spec.runtimeClassName // "none"' <<<"$pod") != none ]]; then
+    fail "$name: expected no class, got $(jq -r .spec.runtimeClassName <<<"$pod"): $out"
+  elif [[ $(grep -c '^Warning: kata runtime not assigned: ' <<<"$out") != 1 || -n $lacks ]]; then
+    fail "$name: left alone, but the warning lacks $lacks: $out"
+  else
+    pass "$name: left alone: $(grep '^Warning: ' <<<"$out"), placed: $(placed $CLASSES_NS "$name")"
+  fi
+}
+
+# amd64: the first class, on either amd64 node (both report kata-clh).
+class_scenario classes-amd64 kata-clh ""
+# arm64: kata-clh passed over (its one candidate lacks the handler), in the
+# scheduler's words, for every kata node the policy counts.
+ARM_WHY="kata-clh: 0/$KATA_NODES kata nodes can run this pod: $((KATA_NODES - 2)) node(s) didn't match Pod's node affinity/selector, 1 node(s) do not report runtime handler \"kata-clh\", 1 node(s) had untolerated taint {dedicated: db}"
+class_scenario classes-arm64 kata-qemu-runtime-rs "runtimeClassName \"kata-qemu-runtime-rs\" assigned ($ARM_WHY)"
+# The VFIO GPU pod: its route's class, on the one node with its handler.
+class_scenario classes-gpu kata-qemu-nvidia-gpu ""
+# A GPU pod that fits kata-gpu only without the GPU class's 10Gi overhead:
+# never given a general class (kata-clh's 130Mi would fit), left alone.
+no_class_scenario classes-gpu-big "Insufficient memory"
+# No class runs riscv64: every class and its reason.
+no_class_scenario classes-riscv64 "kata runtime not assigned: kata-clh: 0/$KATA_NODES kata nodes can run this pod: " \
+  "; kata-qemu-runtime-rs: 0/$KATA_NODES kata nodes can run this pod: "
+
+# Back to the four nodes the faults below expect.
+k delete node kata-amd64 kata-arm64 kata-gpu >/dev/null
+
 echo "# faults on the real path"
 
 # until_class PREFIX CLASS: creates plain pods PREFIX-1, PREFIX-2, … until
@@ -1688,13 +1836,13 @@ fi
 # starts again with both in policies.yml.
 stop_one policy-server
 drop_policy
-use_policy examples/cluster-admission-policy-monitor.yaml '{}' $BYHAND $MANDATORY $OPTOUT
+use_policy examples/cluster-admission-policy-monitor.yaml '{}' $BYHAND $MANDATORY $OPTOUT $CLASSES_NS
 start_policy_server
 register_webhook
 served=$(jq -c 'keys' "$D/policies.yml")
 out=$(in_mandatory restarted tests/cluster/pods/plain.yaml)
 got=$(k -n $MANDATORY get pod restarted -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing)
-if [[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID" "$OPTOUT_ID")" && $got == kata ]]; then
+if [[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID" "$OPTOUT_ID" "$CLASSES_ID")" && $got == kata ]]; then
   pass "policy-server restarted with $served: a plain pod in $MANDATORY still gets Kata"
 else
   fail "policy-server restarted with $served: a plain pod in $MANDATORY gets '$got': $out"

@@ -11,7 +11,7 @@
 //! serializes them on every call).
 //!
 //! Usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100,1000,10000]
-//!                [--seconds S per case] [--cases 0,k,a,b,c,f,v,d,g,e,h,n,r,A,C]
+//!                [--seconds S per case] [--cases 0,k,a,b,c,f,v,d,g,e,m,h,n,a2,a4,x2,x4,r,A,C]
 //!                [--modes replay,model] [--handler-check auto|required|off]
 //!                [--masks plain|names] [--baseline OTHER_GUEST.wasm
 //!                [--baseline-check auto|required|off] [--baseline-masks plain|names]
@@ -107,11 +107,11 @@ const HANDLER: &str = "kata-qemu";
 /// which the list with the handlers answers).
 const MISSING_HEAD: usize = 2;
 
-fn runtime_class_request() -> CallbackRequest {
+fn runtime_class_request(name: &str) -> CallbackRequest {
     CallbackRequest::KubernetesGetResource {
         api_version: "node.k8s.io/v1".into(),
         kind: "RuntimeClass".into(),
-        name: "kata".into(),
+        name: name.into(),
         namespace: None,
         disable_cache: false,
         field_masks: None,
@@ -147,10 +147,70 @@ fn node_request(name: &str, view: View) -> CallbackRequest {
 /// kata-deploy-like: `scheduling.nodeSelector` on the kata label, the qemu
 /// shim's overhead (kata-deploy 4.x), the handler [`HANDLER`].
 fn runtime_class() -> String {
-    json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"},
-           "handler": HANDLER, "overhead": {"podFixed": {"cpu": "250m", "memory": "320Mi"}},
-           "scheduling": {"nodeSelector": {"katacontainers.io/kata-runtime": "true"}}})
+    kata_class(
+        "kata",
+        HANDLER,
+        json!({"katacontainers.io/kata-runtime": "true"}),
+    )
+}
+
+fn kata_class(name: &str, handler: &str, node_selector: Value) -> String {
+    json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name},
+           "handler": handler, "overhead": {"podFixed": {"cpu": "250m", "memory": "320Mi"}},
+           "scheduling": {"nodeSelector": node_selector}})
     .to_string()
+}
+
+/// Classes tried before `kata` (`runtimeClassName`, then
+/// `fallbackRuntimeClasses` ending with `kata`), none of which a node can
+/// run the pod with: the cost of each class passed over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Passed {
+    /// Each selects a label no node has (a TEE class on nodes without the
+    /// TEE): no candidate, every node diagnosed on the plain list.
+    Scheduling(usize),
+    /// Each names a handler no node reports (s390x's `kata-qemu-se`): every
+    /// node a candidate, 3 read by name, then the list with the handlers
+    /// and a full diagnosis, as in case (n).
+    Handler(usize),
+}
+
+impl Passed {
+    fn classes(self) -> Vec<String> {
+        let n = match self {
+            Passed::Scheduling(n) | Passed::Handler(n) => n,
+        };
+        (1..=n).map(|k| format!("pass-{k}")).collect()
+    }
+
+    fn runtime_class(self, name: &str) -> String {
+        let kata = json!({"katacontainers.io/kata-runtime": "true"});
+        match self {
+            Passed::Scheduling(_) => kata_class(
+                name,
+                "kata-qemu-snp",
+                json!({"katacontainers.io/kata-runtime": "true", "example.com/tee": "snp"}),
+            ),
+            Passed::Handler(_) => kata_class(name, "kata-qemu-se", kata),
+        }
+    }
+
+    /// The guest's settings with these classes first, `kata` last.
+    fn settings(self, base: &Value) -> Value {
+        let mut settings = base.clone();
+        let mut classes = self.classes();
+        classes.push("kata".into());
+        settings["runtimeClassName"] = json!(classes[0]);
+        settings["fallbackRuntimeClasses"] = json!(classes[1..]);
+        settings
+    }
+
+    /// What the assignment says of the first class passed over.
+    fn says(size: usize) -> String {
+        format!(
+            "runtimeClassName \\\"kata\\\" assigned (pass-1: 0/{size} kata nodes can run this pod: "
+        )
+    }
 }
 
 /// Which host calls a case makes: the session must answer exactly those.
@@ -165,6 +225,9 @@ enum Calls {
     MissingRuntimeClass,
     /// The RuntimeClass, the pod's claim and its volume by name, then the nodes.
     RuntimeClassClaimAndNodes,
+    /// The classes passed over, each read when tried, then `kata`; one
+    /// node list for them all.
+    PassedThenNodes(Passed),
 }
 
 impl Calls {
@@ -172,8 +235,18 @@ impl Calls {
     fn lists(self) -> bool {
         matches!(
             self,
-            Calls::RuntimeClassAndNodes | Calls::RuntimeClassClaimAndNodes
+            Calls::RuntimeClassAndNodes
+                | Calls::RuntimeClassClaimAndNodes
+                | Calls::PassedThenNodes(_)
         )
+    }
+
+    /// The guest's settings for the case.
+    fn settings(self, base: &Value) -> Value {
+        match self {
+            Calls::PassedThenNodes(passed) => passed.settings(base),
+            _ => base.clone(),
+        }
     }
 }
 
@@ -433,7 +506,16 @@ impl Case {
     /// Whether the case is about the handler check (left out when the
     /// guest reads no handler).
     fn needs_handlers(&self) -> bool {
-        self.nodes != Nodes::KataDeploy || self.query != Query::Pod
+        self.nodes != Nodes::KataDeploy
+            || self.query != Query::Pod
+            || self.calls == Calls::PassedThenNodes(Passed::Handler(self.calls_passed()))
+    }
+
+    fn calls_passed(&self) -> usize {
+        match self.calls {
+            Calls::PassedThenNodes(Passed::Handler(n) | Passed::Scheduling(n)) => n,
+            _ => 0,
+        }
     }
 }
 
@@ -501,6 +583,22 @@ fn cases(size: usize) -> Vec<Case> {
             .on(Nodes::ContainerdOnly, Query::Pod)
             .expect("unchanged")
             .says(format!("0/{size} kata nodes can run this pod: {size} node(s) {not_reported}")),
+        Case::new("a2", "(a) after 1 class passed over: it selects a TEE label no node has",
+            plain.clone(), Calls::PassedThenNodes(Passed::Scheduling(1)))
+            .says(Passed::says(size))
+            .versus("a"),
+        Case::new("a4", "(a) after 3 classes passed over: each selects a TEE label no node has",
+            plain.clone(), Calls::PassedThenNodes(Passed::Scheduling(3)))
+            .says(Passed::says(size))
+            .versus("a"),
+        Case::new("x2", "(n)'s pod after 1 class passed over: its handler is on no node (full diagnosis, as (n)), then kata",
+            json!({"containers": containers(), "tolerations": tolerate_all}), Calls::PassedThenNodes(Passed::Handler(1)))
+            .says(Passed::says(size))
+            .versus("a"),
+        Case::new("x4", "(n)'s pod after 3 classes passed over: each one's handler is on no node",
+            json!({"containers": containers(), "tolerations": tolerate_all}), Calls::PassedThenNodes(Passed::Handler(3)))
+            .says(Passed::says(size))
+            .versus("a"),
         Case::new("r", "a recursiveReadOnly: Enabled mount (asks for whole handler entries)",
             json!({"containers": [{"name": "app", "image": "registry.example.com/app:v1",
                 "resources": {"requests": {"cpu": "100m"}},
@@ -567,7 +665,7 @@ fn session(calls: Calls, asked: View, answer: &Answer, model: bool) -> Session {
         false => success(text),
     };
     let runtime_class = || Exchange {
-        request: runtime_class_request(),
+        request: runtime_class_request("kata"),
         response: success(&runtime_class()),
     };
     // The access questions, then the node list: every case that lists. A
@@ -621,13 +719,24 @@ fn session(calls: Calls, asked: View, answer: &Answer, model: bool) -> Session {
     let exchanges: Vec<Exchange> = match calls {
         Calls::None => vec![],
         Calls::MissingRuntimeClass => vec![Exchange {
-            request: runtime_class_request(),
+            request: runtime_class_request("kata"),
             response: Response::Error {
                 message: "Cannot find node.k8s.io/v1/RuntimeClass named 'kata' inside of namespace 'None'"
                     .into(),
             },
         }],
         Calls::RuntimeClassAndNodes => std::iter::once(runtime_class()).chain(listing()).collect(),
+        Calls::PassedThenNodes(passed) => {
+            let mut read = (passed.classes().into_iter()).map(|name| Exchange {
+                request: runtime_class_request(&name),
+                response: success(&passed.runtime_class(&name)),
+            });
+            (read.next().into_iter())
+                .chain(listing())
+                .chain(read)
+                .chain([runtime_class()])
+                .collect()
+        }
         Calls::RuntimeClassClaimAndNodes => [
             runtime_class(),
             Exchange {
@@ -1131,7 +1240,7 @@ fn main() -> Result<()> {
             let mut skip = None;
             let payloads: Vec<Vec<u8>> = cases
                 .iter()
-                .map(|c| validate_payload(&c.pod_spec, &guest.settings))
+                .map(|c| validate_payload(&c.pod_spec, &c.calls.settings(&guest.settings)))
                 .collect();
             let case_run = |k: usize| {
                 let case = &cases[k];
@@ -1164,7 +1273,10 @@ fn main() -> Result<()> {
                     runs.push((guest.instance()?, case_run(v)));
                 }
                 let baseline_payload;
-                if let Some(b) = baseline.as_ref().filter(|b| b.runs(case)) {
+                // A guest older than fallbackRuntimeClasses refuses them.
+                let baseline_runs =
+                    |b: &&Guest| b.runs(case) && case.calls.settings(&json!({})) == json!({});
+                if let Some(b) = baseline.as_ref().filter(baseline_runs) {
                     baseline_payload = validate_payload(&case.pod_spec, &b.settings);
                     let (asked, answered) = b.config.views(case.query);
                     runs.push((
@@ -1302,6 +1414,15 @@ fn summary(rows: &[Row], payload_bytes: &HashMap<(usize, View), usize>, config: 
                             ""
                         },
                         r.median.as_secs_f64() * 1e3
+                    );
+                }
+            }
+            for (id, tried) in [("a2", 2.0), ("a4", 4.0), ("x2", 2.0), ("x4", 4.0)] {
+                if let Some(r) = find(model, size, id) {
+                    println!(
+                        "- ({id}) / floor at {size} nodes: {:.2}, {:.2} per class tried ({tried}; target ≤ 1.7)",
+                        r.per_floor,
+                        r.per_floor / tried
                     );
                 }
             }
