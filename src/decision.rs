@@ -188,7 +188,7 @@ fn judge_classes(
                 if unknown {
                     let why = format!("not tried: ranked after {class}, which could not be judged");
                     passed.extend(
-                        classes[k + 1..].iter().map(|later| {
+                        classes.iter().skip(k + 1).map(|later| {
                             (later.to_string(), NoKata::new(Cause::LookupFailure, &why))
                         }),
                     );
