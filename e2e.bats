@@ -79,7 +79,7 @@ PRIVILEGED_ON='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","pr
   [ "$status" -eq 0 ]
   allowed false
   no_patch
-  [ "$(jq -r .status.message <<<"$response")" = "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector" ]
+  [ "$(jq -r .status.message <<<"$response")" = "kata runtime required (noFeasibleNode: reject), and not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector" ]
 }
 
 @test "a DaemonSet pod pinned to a kata worker by matchFields gets the kata runtime" {
@@ -425,6 +425,8 @@ USERNS_FINDING='the pod sets hostUsers: false (a user namespace), which the Kata
 DRA_TEMPLATE_FINDING=${DRA_TEMPLATE_REASON#kata runtime not assigned: }
 MIRROR_REASON='kata runtime not assigned: mirror pod of a static pod (the kubelet runs it, not the API)'
 MASTER_PINNED_REASON="kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+# Refused under noFeasibleNode: reject: Kata is required, and why not given.
+NO_FEASIBLE_REQUIRED='kata runtime required (noFeasibleNode: reject), and not assigned: '
 
 # Refused without a code or a patch, the audit saying rejected with $1.
 refused_with() {
@@ -513,7 +515,7 @@ refused_with() {
 @test "Kata-mandatory: the master-pinned pod is refused with the scheduler's reason" {
   kwctl_run pod-master-pinned.json kata-workers.yml "$KATA_MANDATORY"
   [ "$status" -eq 0 ]
-  refused_with "$MASTER_PINNED_REASON"
+  refused_with "$NO_FEASIBLE_REQUIRED${MASTER_PINNED_REASON#kata runtime not assigned: }"
 }
 
 @test "Kata-mandatory: a pod naming runc is refused, without asking the cluster" {
@@ -674,7 +676,7 @@ IMAGE_VOLUME_FINDING='image volume "tools" (image "ghcr.io/example/agent-tools:1
 
 @test "incompatiblePod takes accept or reject only" {
   local bad
-  for bad in '"Reject"' 'true' '"deny"' 'null' '["reject"]'; do
+  for bad in '"Reject"' 'true' '"deny"' '["reject"]'; do
     run "$KWCTL" run --allow-context-aware --request-path test_data/pod-docker-agent.json \
       --settings-json "{\"incompatiblePod\":$bad}" \
       --replay-host-capabilities-interactions test_data/sessions/kata-workers.yml "$POLICY"
@@ -823,7 +825,7 @@ USERNS_ALLOWED='{"skipPodsUsing":["hostNamespaces","windows","hostSockets","host
   [ "$status" -eq 0 ]
   allowed false
   no_patch
-  [ "$(jq -r .status.message <<<"$response")" = 'kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler "kata-qemu"' ]
+  [ "$(jq -r .status.message <<<"$response")" = 'kata runtime required (noFeasibleNode: reject), and not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler "kata-qemu"' ]
 }
 
 @test "runtimeHandlerCheck: off on the k3s cluster trusts the labels, with the old node masks" {
@@ -936,7 +938,7 @@ STRICT_PARTIAL='kata runtime assigned, but at least 1 kata node(s) that can take
   decision_is unchanged
   kwctl_run pod-strict-supplemental-groups.json strict-unsupported.yml '{"noFeasibleNode":"reject"}'
   [ "$status" -eq 0 ]
-  refused_with "$STRICT_UNSUPPORTED"
+  refused_with "$NO_FEASIBLE_REQUIRED${STRICT_UNSUPPORTED#kata runtime not assigned: }"
 }
 
 @test "supplementalGroupsPolicy: Strict mid-upgrade: kata, with a warning naming the containerd 1.7 node" {
@@ -1335,4 +1337,28 @@ CLASSES='{"runtimeClassName":"kata-clh","fallbackRuntimeClasses":["kata-qemu-run
   only_runtime_class_patch kata-qemu-nvidia-gpu
   no_warning
   decision_is mutated
+}
+
+@test "logDecisions: each evaluated pod is one line of the policy's log, named by generateName before the API server names it" {
+  kwctl_run pod-master-pinned.json kata-workers.yml '{"logDecisions":true}'
+  [ "$status" -eq 0 ]
+  allowed true
+  decision_is unchanged
+  [[ "$output" == *"default/nginx-schedule-on-master: unchanged: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"* ]]
+  kwctl_run pod-deployment-replica.json kata-workers.yml '{"logDecisions":true}'
+  [ "$status" -eq 0 ]
+  decision_is mutated
+  [[ "$output" == *"default/web-7d4b9c8f5-*: mutated: $ASSIGNED"* ]]
+  # Off by default: no such line.
+  kwctl_run pod-deployment-replica.json kata-workers.yml
+  [[ "$output" != *"default/web-7d4b9c8f5-*"* ]]
+}
+
+@test "null is the default for every setting (Helm renders unset values as null)" {
+  kwctl_run pod-plain.json kata-workers.yml '{"annotateDecision":null,"runtimeHandlerCheck":null,"kataNodeSelector":null,"noFeasibleNode":null,"skipPodsUsing":null,"logDecisions":null}'
+  [ "$status" -eq 0 ]
+  allowed true
+  only_runtime_class_patch kata
+  no_warning
+  reason_is "$ASSIGNED"
 }

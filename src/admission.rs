@@ -6,6 +6,7 @@
 use crate::annotation;
 use crate::cluster::Cluster;
 use crate::decision::{self, Decision, Unchanged};
+use crate::decision_log::Entry;
 use crate::mutation;
 use crate::pod::PodFacts;
 use crate::request::{self, AdmissionRequest};
@@ -66,11 +67,21 @@ pub fn review_request(
     // changes), nor a pod with runtimeClassName "" (left for the API server
     // to refuse).
     let judged = !pod.is_mirror && pod.runtime_class_name.as_deref() != Some("");
-    if settings.annotate_decision && judged {
+    let review = if settings.annotate_decision && judged {
         annotation::annotate(admission, object, &pod.annotations)
     } else {
         admission
+    };
+    if settings.log_decisions {
+        let entry = Entry::of(&pod, request, &review);
+        cluster.log_decision(
+            &entry.message(),
+            &entry.namespace,
+            &entry.pod,
+            entry.decision,
+        );
     }
+    review
 }
 
 /// The decision applied to the request's raw `object`: the class added to

@@ -265,6 +265,12 @@ pub trait Cluster {
     /// not exist. A direct GET: it fails fast, never hangs.
     fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError>;
 
+    /// Writes one admission's decision to policy-server's log, at info
+    /// (`logDecisions`): `message` with `namespace`, `pod` and `decision`
+    /// as fields. A failed write is ignored: a log line never changes a
+    /// decision. Nothing, by default.
+    fn log_decision(&self, _message: &str, _namespace: &str, _pod: &str, _decision: &str) {}
+
     /// Whether `subject` may `verb` (cluster-wide) the core `v1` nodes.
     fn may_on_nodes(&self, subject: &Subject, verb: &str) -> Result<Access, LookupError> {
         self.may(subject, verb, NODES)
@@ -426,6 +432,15 @@ impl Cluster for HostCluster {
 
     fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
         get_optional(&node_request(name, masks))
+    }
+
+    /// Through the SDK's drain (the `kubewarden`/`tracing`/`log` host
+    /// call); its error is dropped rather than fused into a panic.
+    fn log_decision(&self, message: &str, namespace: &str, pod: &str, decision: &str) {
+        use slog::Drain;
+        let drain = kubewarden_policy_sdk::logging::KubewardenDrain::default().ignore_res();
+        let log = slog::Logger::root(drain, slog::o!());
+        slog::info!(log, "{}", message; "namespace" => namespace, "pod" => pod, "decision" => decision);
     }
 
     fn may(

@@ -64,8 +64,9 @@ pub enum Refusal {
     Internal(String),
     /// The pod names a class `allowedRuntimeClasses` does not allow.
     NotAllowed { class: String, allowed: Vec<String> },
-    /// The pod cannot get Kata, and the outcome setting says reject.
-    NotAssigned(Reasons),
+    /// The pod cannot get Kata, and the outcome setting of the cause says
+    /// reject.
+    NotAssigned(Cause, Reasons),
     /// The pod uses a feature Kata cannot run, under `incompatiblePod: reject`.
     KataRequired(Reasons),
 }
@@ -90,6 +91,16 @@ pub enum Cause {
     LookupFailure,
 }
 
+impl Cause {
+    /// The setting that says what to do.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Cause::NoFeasibleNode => "noFeasibleNode",
+            Cause::LookupFailure => "lookupFailure",
+        }
+    }
+}
+
 /// Why a class cannot be given to the pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoKata {
@@ -111,10 +122,10 @@ impl Decision {
         Decision::Reject(Refusal::BadRequest(why.into()))
     }
 
-    fn not_assigned(outcome: Outcome, reasons: Reasons) -> Decision {
+    fn not_assigned(outcome: Outcome, cause: Cause, reasons: Reasons) -> Decision {
         match outcome {
             Outcome::Accept => Decision::Unchanged(Unchanged::NotAssigned(reasons)),
-            Outcome::Reject => Decision::Reject(Refusal::NotAssigned(reasons)),
+            Outcome::Reject => Decision::Reject(Refusal::NotAssigned(cause, reasons)),
         }
     }
 }
@@ -207,9 +218,9 @@ fn none_can_run(settings: &Settings, failed: Vec<(String, NoKata)>) -> Decision 
     let lookup = failed
         .iter()
         .any(|(_, no)| no.cause == Cause::LookupFailure);
-    let outcome = match lookup {
-        true => settings.lookup_failure,
-        false => settings.no_feasible_node,
+    let (outcome, cause) = match lookup {
+        true => (settings.lookup_failure, Cause::LookupFailure),
+        false => (settings.no_feasible_node, Cause::NoFeasibleNode),
     };
     let reasons = match <[_; 1]>::try_from(failed) {
         Ok([(_, no)]) => no.reasons,
@@ -225,7 +236,7 @@ fn none_can_run(settings: &Settings, failed: Vec<(String, NoKata)>) -> Decision 
                 .collect(),
         ),
     };
-    Decision::not_assigned(outcome, reasons)
+    Decision::not_assigned(outcome, cause, reasons)
 }
 
 /// The pod's own gates, before any host call: a class it names itself, a

@@ -25,6 +25,7 @@ pub mod annotation;
 mod bench;
 pub mod cluster;
 pub mod decision;
+pub mod decision_log;
 pub mod incompatible;
 pub mod json_scan;
 pub mod labels;

@@ -35,6 +35,8 @@ struct PodMeta {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
+    generate_name: Option<String>,
+    #[serde(default)]
     namespace: Option<String>,
     #[serde(default)]
     annotations: Option<BTreeMap<String, String>>,
@@ -293,6 +295,8 @@ pub struct PodFacts {
     /// `metadata.name`: empty for a pod created with `generateName` (the
     /// API server names it after admission).
     pub name: Option<String>,
+    /// `metadata.generateName`: the prefix of the name the API server gives.
+    pub generate_name: Option<String>,
     pub namespace: Option<String>,
     /// The volumes that use PersistentVolumeClaims, in spec order.
     pub claims: Vec<PodVolume>,
@@ -384,6 +388,7 @@ impl PodFacts {
                 .map(|c| (c.topology_key, c.when_unsatisfiable))
                 .collect(),
             name: meta.name.filter(|n| !n.is_empty()),
+            generate_name: meta.generate_name.filter(|n| !n.is_empty()),
             namespace: meta.namespace.filter(|n| !n.is_empty()),
             claims,
             recursive_read_only,

@@ -116,8 +116,9 @@ fn parse_host_call(
 
 /// Answers one waPC host call from `session`.
 ///
-/// Guest logging (`kubewarden/tracing/log`) always succeeds and is discarded:
-/// it is not a host capability and kwctl never records it. Every replay
+/// Guest logging (`kubewarden/tracing/log`) always succeeds and goes to
+/// stderr, one line per event (its level and message), as kwctl prints a
+/// policy's log: it is not a host capability and is never recorded. Every replay
 /// failure is wrapped as policy-evaluator does (`Callback evaluation
 /// failure: ...`), so the guest sees the same text as under kwctl.
 pub fn host_call(
@@ -129,7 +130,15 @@ pub fn host_call(
 ) -> Result<Vec<u8>, String> {
     if binding == "kubewarden" && namespace == "tracing" {
         return match operation {
-            "log" => Ok(Vec::new()),
+            "log" => {
+                let event: serde_json::Value = serde_json::from_slice(payload).unwrap_or_default();
+                eprintln!(
+                    "{} policy log: {}",
+                    event["level"].as_str().unwrap_or("info").to_uppercase(),
+                    event["message"].as_str().unwrap_or_default()
+                );
+                Ok(Vec::new())
+            }
             _ => Err(format!("unknown operation: {operation}")),
         };
     }

@@ -133,7 +133,7 @@ fn every_setting_is_documented_and_asked_with_its_default() {
 
 /// The examples are what the README installs, and they agree with each
 /// other: the monitor example is the protect example with `mode: monitor`
-/// (and its own name); every policy runs on examples/policy-server.yaml's
+/// and `logDecisions: true` (and its own name); every policy runs on examples/policy-server.yaml's
 /// PolicyServer and names its account, which rbac.yaml binds with exactly
 /// the verbs the policy's host calls use; the opt-out selector is offered
 /// (commented) in the protect example and never in the Kata-mandatory one,
@@ -215,14 +215,16 @@ fn examples_are_ready_to_apply() {
     };
 
     // The monitor example is the protect example in monitor mode, under its
-    // own name: nothing else differs.
+    // own name, logging its decisions: nothing else differs.
     assert_ne!(monitor["metadata"]["name"], protect["metadata"]["name"]);
+    assert_eq!(protect["spec"]["settings"]["logDecisions"], false);
     let mut expected = protect.clone();
     expected["metadata"]["name"] = monitor["metadata"]["name"].clone();
     expected["spec"]["mode"] = "monitor".into();
+    expected["spec"]["settings"]["logDecisions"] = true.into();
     assert_eq!(
         *monitor, expected,
-        "{MONITOR} is {PROTECT} with mode: monitor"
+        "{MONITOR} is {PROTECT} with mode: monitor and logDecisions: true"
     );
     let excluded = protect["spec"]["namespaceSelector"]["matchExpressions"].to_string();
     assert!(

@@ -127,9 +127,17 @@ fn the_seed_case_and_plain_pods() {
         json!({"noFeasibleNode": "reject"}),
     );
     assert!(!refused.allowed);
+    // The same reasons, led by the setting that requires Kata.
     assert_eq!(
         refused.status.as_ref().unwrap().message.as_deref(),
-        Some(warning(&pinned))
+        Some(
+            warning(&pinned)
+                .replace(
+                    "kata runtime not assigned: ",
+                    "kata runtime required (noFeasibleNode: reject), and not assigned: "
+                )
+                .as_str()
+        )
     );
 }
 
@@ -1067,7 +1075,13 @@ fn supplemental_groups_policy_strict_needs_the_node_feature() {
         "strict-unsupported.yml",
         json!({"noFeasibleNode": "reject"}),
     );
-    assert_refused(&refused, STRICT_UNSUPPORTED);
+    assert_refused(
+        &refused,
+        &STRICT_UNSUPPORTED.replace(
+            "kata runtime not assigned: ",
+            "kata runtime required (noFeasibleNode: reject), and not assigned: ",
+        ),
+    );
 
     // Bound to a node: that node, read with the same masks.
     let mut bound = request("pod-strict-supplemental-groups.json");
@@ -1430,8 +1444,8 @@ fn kata_mandatory_gives_kata_or_a_reason() {
     );
     assert_refused(
         &pinned,
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: \
-         2 node(s) didn't match Pod's node affinity/selector",
+        "kata runtime required (noFeasibleNode: reject), and not assigned: \
+         0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector",
     );
     let runc = run(&p, "pod-runc.json", "kata-workers.yml", kata_mandatory());
     assert_refused(
@@ -1576,10 +1590,6 @@ fn annotate_decision_and_restrict_runtime_classes_settings() {
         (
             json!({"annotateDecision": "yes"}),
             r#"annotateDecision must be true or false, got "yes""#,
-        ),
-        (
-            json!({"annotateDecision": null}),
-            "annotateDecision must be true or false, got null",
         ),
         (
             json!({"restrictRuntimeClasses": "true"}),
@@ -1856,8 +1866,8 @@ fn the_guide_recipe_is_kata_mandatory_with_the_decision_on_the_pod() {
     );
     assert_refused(
         &pinned,
-        "kata runtime not assigned: 0/2 kata nodes can run this pod: \
-         2 node(s) didn't match Pod's node affinity/selector",
+        "kata runtime required (noFeasibleNode: reject), and not assigned: \
+         0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector",
     );
     let runc = p.evaluate(
         &request("pod-runc.json"),

@@ -96,6 +96,8 @@ struct FakeCluster {
     reads: Vec<(&'static str, Result<Option<Value>, LookupError>)>,
     /// When not empty, the RuntimeClasses by name (any other does not exist).
     classes: Vec<Value>,
+    /// Every `log_decision`: message, namespace, pod, decision.
+    logged: RefCell<Vec<[String; 4]>>,
 }
 
 impl FakeCluster {
@@ -118,6 +120,7 @@ impl FakeCluster {
             listed: RefCell::default(),
             reads: Vec::new(),
             classes: Vec::new(),
+            logged: RefCell::default(),
         }
     }
     fn with_volume_objects(mut self, objects: Vec<Value>) -> Self {
@@ -131,6 +134,11 @@ impl FakeCluster {
 }
 
 impl Cluster for FakeCluster {
+    fn log_decision(&self, message: &str, namespace: &str, pod: &str, decision: &str) {
+        self.logged
+            .borrow_mut()
+            .push([message, namespace, pod, decision].map(String::from));
+    }
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
         self.queries
             .borrow_mut()
@@ -966,7 +974,8 @@ fn lookup_failures_follow_lookup_failure() {
         } => {
             assert_eq!(
                 explanation,
-                "kata runtime not assigned: cannot read RuntimeClass \"kata\": timeout"
+                "kata runtime required (lookupFailure: reject), and not assigned: \
+                 cannot read RuntimeClass \"kata\": timeout"
             )
         }
         other => panic!("{other:?}"),
@@ -1692,3 +1701,5 @@ mod annotate;
 mod kubernetes_136;
 
 mod classes;
+
+mod logging;

@@ -74,10 +74,15 @@ impl Decision {
             Decision::Unchanged(Unchanged::NamedClass { class, .. }) => {
                 format!("pod already sets runtimeClassName {class:?}; left unchanged")
             }
-            Decision::Unchanged(Unchanged::NotAssigned(reasons))
-            | Decision::Reject(Refusal::NotAssigned(reasons)) => {
+            Decision::Unchanged(Unchanged::NotAssigned(reasons)) => {
                 format!("{NOT_ASSIGNED}{}", reasons.joined())
             }
+            // A refusal says that Kata is required, and by which setting.
+            Decision::Reject(Refusal::NotAssigned(cause, reasons)) => format!(
+                "kata runtime required ({}: reject), and not assigned: {}",
+                cause.setting(),
+                reasons.joined()
+            ),
             Decision::Reject(Refusal::BadRequest(why) | Refusal::Internal(why)) => why.clone(),
             Decision::Reject(Refusal::NotAllowed { class, allowed }) => format!(
                 "runtimeClassName {class:?} is not allowed (allowedRuntimeClasses: {})",
@@ -161,7 +166,7 @@ impl Decision {
                 Reasons::one(format!("pod already sets runtimeClassName {class:?}"))
             }
             Decision::Unchanged(Unchanged::NotAssigned(reasons))
-            | Decision::Reject(Refusal::NotAssigned(reasons) | Refusal::KataRequired(reasons)) => {
+            | Decision::Reject(Refusal::NotAssigned(_, reasons) | Refusal::KataRequired(reasons)) => {
                 reasons.clone()
             }
             other => Reasons::one(other.explanation()),

@@ -85,6 +85,8 @@ pub struct Settings {
     /// Pods that request a listed resource take their classes from the
     /// first matching route only.
     pub runtime_classes_by_resource: Vec<ClassRoute>,
+    /// One line per evaluated Pod CREATE in policy-server's log.
+    pub log_decisions: bool,
 }
 
 /// One entry of `runtimeClassesByResource`.
@@ -139,6 +141,7 @@ impl Default for Settings {
             annotate_decision: false,
             fallback_runtime_classes: Vec::new(),
             runtime_classes_by_resource: Vec::new(),
+            log_decisions: false,
         }
     }
 }

@@ -47,7 +47,7 @@ const fn known(name: &'static str, read: Reader) -> Known {
 /// one list both the reader and that message use, so they cannot disagree.
 /// A `null` list keeps the default, like an absent key (Helm renders unset
 /// values as null); `[]` empties it.
-const KNOWN: [Known; 18] = [
+const KNOWN: [Known; 19] = [
     known("runtimeClassName", |d, key, value| {
         let name = string(key, value)?;
         if !labels::is_dns_subdomain(&name) {
@@ -158,6 +158,10 @@ const KNOWN: [Known; 18] = [
         d.settings.annotate_decision = boolean(key, value)?;
         Ok(())
     }),
+    known("logDecisions", |d, key, value| {
+        d.settings.log_decisions = boolean(key, value)?;
+        Ok(())
+    }),
 ];
 
 impl Settings {
@@ -192,6 +196,8 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
     let mut known_listed = false;
     for (key, value) in map {
         let read = match KNOWN.iter().find(|k| k.name == key) {
+            // Helm renders an unset value as null: the default, as absent.
+            Some(_) if value.is_null() => Ok(()),
             Some(known) => (known.read)(&mut draft, key, value),
             // The known settings are listed once, with the first unknown key.
             None if known_listed => Err(format!("unknown setting {key:?}")),
@@ -237,7 +243,7 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
 }
 
 /// The known settings as the unknown-setting message lists them.
-fn known_names() -> String {
+pub(super) fn known_names() -> String {
     let names: Vec<String> = (KNOWN.iter())
         .map(|k| match k.deprecated {
             true => format!("{} (deprecated)", k.name),

@@ -68,13 +68,7 @@ fn incompatible_pod_is_accept_or_reject() {
     assert_eq!(Settings::default().incompatible_pod, Outcome::Accept);
     let s = Settings::from_value(&json!({"incompatiblePod": "reject"})).unwrap();
     assert_eq!(s.incompatible_pod, Outcome::Reject);
-    for bad in [
-        json!("Reject"),
-        json!(false),
-        json!(null),
-        json!(["reject"]),
-        json!(1),
-    ] {
+    for bad in [json!("Reject"), json!(false), json!(["reject"]), json!(1)] {
         assert_eq!(
             Settings::from_value(&json!({ "incompatiblePod": bad })).unwrap_err(),
             format!("incompatiblePod must be \"accept\" or \"reject\", got {bad}")
@@ -96,13 +90,7 @@ fn runtime_handler_check_is_auto_required_or_off() {
         let s = Settings::from_value(&json!({ "runtimeHandlerCheck": text })).unwrap();
         assert_eq!(s.runtime_handler_check, check);
     }
-    for bad in [
-        json!("Auto"),
-        json!(true),
-        json!(null),
-        json!(["auto"]),
-        json!(""),
-    ] {
+    for bad in [json!("Auto"), json!(true), json!(["auto"]), json!("")] {
         let e = Settings::from_value(&json!({ "runtimeHandlerCheck": bad })).unwrap_err();
         assert_eq!(
             e,
@@ -200,7 +188,6 @@ fn annotate_decision_is_a_boolean_off_by_default() {
         (json!("yes"), "\"yes\""),
         (json!("true"), "\"true\""),
         (json!(1), "1"),
-        (json!(null), "null"),
         (json!([true]), "[true]"),
     ] {
         assert_eq!(
@@ -268,11 +255,7 @@ fn restrict_runtime_classes_false_with_a_list_is_refused() {
         "restrictRuntimeClasses: false contradicts allowedRuntimeClasses \
          [\"gvisor\", \"kata-qemu-nvidia-gpu\"]: set restrictRuntimeClasses: true, or remove the list"
     );
-    for (bad, shown) in [
-        (json!("false"), "\"false\""),
-        (json!(0), "0"),
-        (json!(null), "null"),
-    ] {
+    for (bad, shown) in [(json!("false"), "\"false\""), (json!(0), "0")] {
         assert_eq!(
             refused(json!({ "restrictRuntimeClasses": bad })),
             format!("restrictRuntimeClasses must be true or false, got {shown}")
@@ -294,7 +277,40 @@ fn an_unknown_setting_is_refused_with_every_known_one() {
          noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, \
          hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, \
          policyServerServiceAccount, checkVolumes, restrictRuntimeClasses, allowedRuntimeClasses, \
-         runtimeHandlerCheck, annotateDecision"
+         runtimeHandlerCheck, annotateDecision, logDecisions"
+    );
+}
+
+#[test]
+fn null_is_the_default_for_every_setting() {
+    let names = super::read::known_names();
+    let names: Vec<&str> = names
+        .split(", ")
+        .map(|n| n.trim_end_matches(" (deprecated)"))
+        .collect();
+    assert!(names.len() > 18, "{names:?}");
+    for name in names {
+        assert_eq!(
+            Settings::from_value(&json!({ name: null })),
+            Ok(Settings::default()),
+            "{name}: null"
+        );
+    }
+    // Together, too: null never counts as a value that contradicts another.
+    let together = json!({"skipHostNamespaces": null, "skipPodsUsing": null,
+        "restrictRuntimeClasses": null, "allowedRuntimeClasses": null});
+    assert_eq!(Settings::from_value(&together), Ok(Settings::default()));
+}
+
+#[test]
+fn log_decisions_is_a_boolean_off_by_default() {
+    assert!(!Settings::default().log_decisions);
+    let read = |v: Value| Settings::from_value(&v).map(|s| s.log_decisions);
+    assert_eq!(read(json!({"logDecisions": true})), Ok(true));
+    assert_eq!(read(json!({"logDecisions": false})), Ok(false));
+    assert_eq!(
+        read(json!({"logDecisions": "yes"})).unwrap_err(),
+        "logDecisions must be true or false, got \"yes\""
     );
 }
 
@@ -323,7 +339,6 @@ fn refusals_name_the_setting() {
             "kataNodeSelector must be a string",
         ),
         (json!({"noFeasibleNode": "deny"}), "noFeasibleNode must be"),
-        (json!({"lookupFailure": null}), "lookupFailure must be"),
         (
             json!({"skipHostNamespaces": "yes"}),
             "skipHostNamespaces must be true or false",

@@ -376,12 +376,14 @@ policies_yml() {
     } | with_entries(select(.value != null and .value != "" and .value != []))) + {hostCapabilities: ["*"]})}'
 }
 
+# start_policy_server: at log level PS_LOG_LEVEL (warn unless set).
 start_policy_server() {
-  start_bg policy-server env KUBECONFIG="$D/policy-server.kubeconfig" RUST_LOG=warn \
+  local level=${PS_LOG_LEVEL:-warn}
+  start_bg policy-server env KUBECONFIG="$D/policy-server.kubeconfig" RUST_LOG="$level" \
     "$POLICY_SERVER" --addr 127.0.0.1 --port "$PS_PORT" --readiness-probe-port "$PS_READY_PORT" \
     --cert-file "$D/pki/policy-server.crt" --key-file "$D/pki/policy-server.key" \
     --policies "$D/policies.yml" --policies-download-dir "$D/downloads" \
-    --sigstore-cache-dir "$D/sigstore" --policy-timeout 2 --log-level warn --log-no-color
+    --sigstore-cache-dir "$D/sigstore" --policy-timeout 2 --log-level "$level" --log-no-color
   local pid end=$(($(date +%s) + 120))
   pid=$(awk '$1 == "policy-server" {print $2}' "$D/pids")
   until [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$PS_READY_PORT/readiness")" == 200 ]]; do

@@ -1006,7 +1006,7 @@ mandatory_refused "runtimeClassName runc" mandatory-runc tests/cluster/pods/plai
 # scheduler's words for each (the scenario seed above: the scheduler agrees),
 # and noFeasibleNode: reject refuses it.
 mandatory_refused "master-pinned pod (seed)" mandatory-seed tests/cluster/pods/seed.yaml . \
-  "kata runtime not assigned: 0/2 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}"
+  "kata runtime required (noFeasibleNode: reject), and not assigned: 0/2 kata nodes can run this pod: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}"
 # A plain pod: Kata, the RuntimeClass merged, bound by the scheduler to a
 # kata node, no warning; the Kata-mandatory webhook alone was called.
 out=$(in_mandatory mandatory-plain tests/cluster/pods/plain.yaml)
@@ -1837,7 +1837,9 @@ fi
 stop_one policy-server
 drop_policy
 use_policy examples/cluster-admission-policy-monitor.yaml '{}' $BYHAND $MANDATORY $OPTOUT $CLASSES_NS
-start_policy_server
+# At info, as a PolicyServer logs by default: the monitor example's
+# logDecisions lines are there.
+PS_LOG_LEVEL=info start_policy_server
 register_webhook
 served=$(jq -c 'keys' "$D/policies.yml")
 out=$(in_mandatory restarted tests/cluster/pods/plain.yaml)
@@ -1856,6 +1858,15 @@ if [[ $(class_of monitored) == none && $note == none && $audit == *'admission/de
   pass "monitor mode: not mutated (annotateDecision $(jq -r '.spec.settings.annotateDecision // false' <<<"$CAP"): no decision annotation), the would-be decision in the audit annotations: $audit"
 else
   fail "monitor mode: class $(class_of monitored), $DECISION_KEY '$note', audit annotations: $audit"
+fi
+# logDecisions (the monitor example's): the pod's line in policy-server's
+# log, found as README.md ("Decisions in policy-server's log") finds it.
+want="$TENANT/monitored: mutated: runtimeClassName \"kata\" assigned: a kata node can run this pod"
+line=$(grep -F ": mutated: " "$D/policy-server.log" | grep -F "$TENANT/monitored:" | tail -1 || true)
+if [[ $(jq -r '.spec.settings.logDecisions // false' <<<"$CAP") == true && $line == *"$want"* ]]; then
+  pass "logDecisions: policy-server's log has '$want'"
+else
+  fail "logDecisions: no line '$want' in policy-server's log (logDecisions $(jq -r '.spec.settings.logDecisions // false' <<<"$CAP")): ${line:-none}"
 fi
 
 # policy-server gone: failurePolicy Ignore (the monitor example's) admits the
