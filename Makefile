@@ -33,9 +33,16 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 # that the file does not change each time it is scaffolded
 # (runner/tests/release.rs checks both).
 .PHONY: artifacthub
-artifacthub: metadata.yml questions-ui.yml CHANGELOG.md
+artifacthub: metadata.yml questions-ui.yml artifacthub-install.md CHANGELOG.md
 	$(KWCTL) scaffold artifacthub --metadata-path metadata.yml \
 	  --questions-path questions-ui.yml --output artifacthub-pkg.yml
+	@# kwctl's install text scaffolds a policy that cannot read the cluster:
+	@# artifacthub-install.md replaces it.
+	awk 'FNR == NR { text = text "  " $$0 "\n"; next } \
+	  skip && /^  / { next } { skip = 0 } \
+	  $$0 == "install: |" { print; gsub(/\n  \n/, "\n\n", text); printf "%s", text; skip = 1; next } \
+	  { print }' artifacthub-install.md artifacthub-pkg.yml > artifacthub-pkg.yml.tmp
+	mv artifacthub-pkg.yml.tmp artifacthub-pkg.yml
 	@version=$$(sed -n 's/^  io\.kubewarden\.policy\.version: *//p' metadata.yml); \
 	date=$$(sed -n "s/^## \[$$version\] - \([0-9-]*\)$$/\1/p" CHANGELOG.md); \
 	if [ -n "$$date" ]; then \

@@ -402,15 +402,63 @@ fn created_at(package: &str) -> String {
     line.to_string()
 }
 
+/// `package` with its `install` text replaced by `install`, as `make
+/// artifacthub` does after kwctl.
+fn with_install(package: &str, install: &str) -> String {
+    let mut out = String::new();
+    let mut skip = false;
+    for line in package.lines() {
+        if skip && line.starts_with("  ") {
+            continue;
+        }
+        skip = false;
+        out.push_str(line);
+        out.push('\n');
+        if line == "install: |" {
+            for text in install.lines() {
+                if !text.is_empty() {
+                    out.push_str("  ");
+                    out.push_str(text);
+                }
+                out.push('\n');
+            }
+            skip = true;
+        }
+    }
+    out
+}
+
+/// The install text says what a working policy needs, not kwctl's
+/// default, whose scaffold cannot read the cluster.
+#[test]
+fn the_install_text_gives_a_policy_that_works() {
+    let install = read("artifacthub-install.md");
+    for needed in [
+        "--allow-context-aware",
+        "policyServerServiceAccount",
+        "failurePolicy: Ignore",
+        "timeoutSeconds",
+        "examples/rbac.yaml",
+        "examples/policy-server.yaml",
+    ] {
+        assert!(
+            install.contains(needed),
+            "artifacthub-install.md lacks {needed}"
+        );
+    }
+    assert!(read("artifacthub-pkg.yml").contains(" --allow-context-aware \\\n"));
+}
+
 #[test]
 fn the_committed_package_is_what_kwctl_scaffolds() {
     let package = read("artifacthub-pkg.yml");
-    let expected = scaffold(
+    let scaffolded = scaffold(
         &read("metadata.yml"),
         Some(&read("questions-ui.yml")),
         &created_at(&package),
     )
     .unwrap_or_else(|e| panic!("kwctl scaffold artifacthub would fail: {e}"));
+    let expected = with_install(&scaffolded, &read("artifacthub-install.md"));
     assert!(
         package == expected,
         "artifacthub-pkg.yml differs from what `make artifacthub` writes; expected:\n{expected}"
