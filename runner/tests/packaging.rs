@@ -729,3 +729,41 @@ fn the_kata_mandatory_example_is_what_the_readme_documents() {
         assert_eq!(v["audit_annotations"]["decision"], "unchanged", "{file}");
     }
 }
+
+/// The rollout pair is the monitor and the protect examples, each under
+/// its own name, splitting the namespaces by one label: the dry run for
+/// those not labelled `rollout=protect`, the protect policy for those that
+/// are. Nothing else differs, so each namespace is judged once.
+#[test]
+fn the_rollout_pair_splits_the_namespaces_between_the_examples() {
+    const LABEL: &str = "kata-runtime-policy.kubewarden.io/rollout";
+    let docs = yaml_docs("examples/cluster-admission-policy-rollout.yaml");
+    let [dry_run, protect] = &docs[..] else {
+        panic!("two ClusterAdmissionPolicies, got {}", docs.len());
+    };
+    for (policy, example, name, operator) in [
+        (
+            dry_run,
+            "examples/cluster-admission-policy-monitor.yaml",
+            "kata-runtime-rollout-dry-run",
+            "NotIn",
+        ),
+        (
+            protect,
+            "examples/cluster-admission-policy.yaml",
+            "kata-runtime-rollout",
+            "In",
+        ),
+    ] {
+        let mut expected = yaml(example);
+        expected["metadata"]["name"] = name.into();
+        expected["spec"]["namespaceSelector"]["matchExpressions"]
+            .as_array_mut()
+            .expect("the example's matchExpressions")
+            .push(serde_json::json!({"key": LABEL, "operator": operator, "values": ["protect"]}));
+        assert_eq!(
+            *policy, expected,
+            "{name} is {example} with {LABEL} {operator} [protect]"
+        );
+    }
+}
