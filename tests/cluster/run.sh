@@ -134,14 +134,18 @@ OPTOUT_LABEL=kata-runtime-policy.kubewarden.io/opt-out
 # with README.md's settings for kata-deploy 4.x's classes ("Choosing among
 # Kata classes"), and by that policy alone.
 CLASSES_NS=kata-classes
+# Rolling out namespace by namespace: examples/cluster-admission-policy-rollout.yaml
+# alone judges these two, once README.md's label moves the first to protect.
+ROLLOUT_ON=rollout-shop
+ROLLOUT_OFF=rollout-bank
 # README.md's smoke test ("Verify") runs in the namespace it creates,
 # judged by examples/cluster-admission-policy.yaml alone, as in README.md.
 readme_cmd "kubectl create namespace "
 SMOKE=${CMD##* }
-for ns in kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT $CLASSES_NS; do
+for ns in kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT $CLASSES_NS $ROLLOUT_ON $ROLLOUT_OFF; do
   k create namespace $ns >/dev/null
 done
-for ns in default kube-system kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT $CLASSES_NS; do
+for ns in default kube-system kubewarden $TENANT $BYHAND $MANDATORY $OPTOUT $CLASSES_NS $ROLLOUT_ON $ROLLOUT_OFF; do
   k -n $ns create serviceaccount default >/dev/null 2>&1 || true
 done
 
@@ -368,7 +372,7 @@ PS_USER=system:serviceaccount:$KW_NAMESPACE:$PS_SA
 # ("Kata-mandatory namespaces"), for the suite's namespace instead of its
 # tenant-a, and listed by the next one: the label must be the one the
 # example's namespaceSelector selects (the Kata-mandatory checks below).
-readme_cmd "kubectl label namespace "
+readme_cmd "kubectl label namespace " "kata-mandatory"
 [[ $CMD == *" tenant-a "* ]] || die "README.md: \`$CMD\` no longer labels tenant-a, the namespace the suite replaces by its own"
 readme_run "${CMD/ tenant-a / $MANDATORY }"
 labelled=$RC:$(one_line "$OUT")
@@ -424,7 +428,7 @@ if [[ $copy_diff == '""' ]]; then
 else
   fail "opt-out: the copy with the commented objectSelector uncommented: $copy_diff"
 fi
-use_policy "$OPTOUT_FILE" '{}' $TENANT $BYHAND $MANDATORY $CLASSES_NS "$SMOKE"
+use_policy "$OPTOUT_FILE" '{}' $TENANT $BYHAND $MANDATORY $CLASSES_NS $ROLLOUT_ON $ROLLOUT_OFF "$SMOKE"
 OPTOUT_CAP=$CAP
 OPTOUT_ID=$POLICY_ID
 # - The classes copy: examples/cluster-admission-policy.yaml named
@@ -442,7 +446,7 @@ yaml_objects examples/cluster-admission-policy.yaml | jq -c --argjson s "$CLASSE
 use_policy "$CLASSES_FILE" '{}'
 CLASSES_CAP=$CAP
 CLASSES_ID=$POLICY_ID
-use_policy examples/cluster-admission-policy.yaml "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT $CLASSES_NS
+use_policy examples/cluster-admission-policy.yaml "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT $CLASSES_NS $ROLLOUT_ON $ROLLOUT_OFF
 SETTINGS=$(jq -c '.spec.settings // {}' <<<"$CAP")
 # With annotateDecision (the examples set it), each pod the policy admits
 # carries its decision under this key.
@@ -714,9 +718,9 @@ registration() {
   fi
 }
 registration examples/cluster-admission-policy.yaml "$WEBHOOK_CONFIG" "$POLICY_ID" \
-  "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT $CLASSES_NS
+  "$SUITE_SETTINGS" $BYHAND $MANDATORY $OPTOUT $CLASSES_NS $ROLLOUT_ON $ROLLOUT_OFF
 registration examples/cluster-admission-policy-kata-mandatory.yaml "$MANDATORY_CONFIG" "$MANDATORY_ID" '{}'
-registration "$OPTOUT_FILE" "$OPTOUT_CONFIG" "$OPTOUT_ID" '{}' $TENANT $BYHAND $MANDATORY $CLASSES_NS "$SMOKE"
+registration "$OPTOUT_FILE" "$OPTOUT_CONFIG" "$OPTOUT_ID" '{}' $TENANT $BYHAND $MANDATORY $CLASSES_NS $ROLLOUT_ON $ROLLOUT_OFF "$SMOKE"
 registration "$CLASSES_FILE" "$CLASSES_CONFIG" "$CLASSES_ID" '{}'
 served=$(jq -c 'keys' "$D/policies.yml")
 [[ $served == "$(jq -cn '$ARGS.positional | sort' --args "$POLICY_ID" "$MANDATORY_ID" "$OPTOUT_ID" "$CLASSES_ID")" ]] && pass "policies.yml: one policy-server serves $served" ||
@@ -1318,7 +1322,7 @@ fi
 if ! command -v column >/dev/null; then
   echo "SKIP README.md's \"Finding the pods that did not get Kata\": column not found (Debian: bsdextrautils)"
 else
-  readme_cmd "kubectl get pods -A -o json | jq "
+  readme_cmd "kubectl get pods -A -o json | jq " "--arg class"
   readme_run "$CMD"
   # A row: namespace, name, class or "-", the decision (which has spaces).
   row='^([^ ]+) +([^ ]+) +([^ ]+) +(.+)$'
@@ -1836,7 +1840,7 @@ fi
 # starts again with both in policies.yml.
 stop_one policy-server
 drop_policy
-use_policy examples/cluster-admission-policy-monitor.yaml '{}' $BYHAND $MANDATORY $OPTOUT $CLASSES_NS
+use_policy examples/cluster-admission-policy-monitor.yaml '{}' $BYHAND $MANDATORY $OPTOUT $CLASSES_NS $ROLLOUT_ON $ROLLOUT_OFF
 # At info, as a PolicyServer logs by default: the monitor example's
 # logDecisions lines are there.
 PS_LOG_LEVEL=info start_policy_server
@@ -1867,6 +1871,128 @@ if [[ $(jq -r '.spec.settings.logDecisions // false' <<<"$CAP") == true && $line
   pass "logDecisions: policy-server's log has '$want'"
 else
   fail "logDecisions: no line '$want' in policy-server's log (logDecisions $(jq -r '.spec.settings.logDecisions // false' <<<"$CAP")): ${line:-none}"
+fi
+
+echo "# rolling out namespace by namespace: examples/cluster-admission-policy-rollout.yaml and README.md's steps"
+# The pair's two policies, each as use_policy takes the examples (this
+# checkout's module), judging only $ROLLOUT_ON and $ROLLOUT_OFF: one
+# expression added, the split by README.md's label kept. policy-server
+# starts again with them, at info (the dry run's logDecisions lines).
+ROLLOUT_FILE=examples/cluster-admission-policy-rollout.yaml
+MONITOR_CAP=$CAP
+MONITOR_WEBHOOK=$WEBHOOK
+MONITOR_CONFIG=$WEBHOOK_CONFIG
+declare -A register_cap=()
+rollout_ids=()
+i=0
+while read -r doc; do
+  i=$((i + 1))
+  jq -c --arg a $ROLLOUT_ON --arg b $ROLLOUT_OFF \
+    '.spec.namespaceSelector.matchExpressions += [{key: "kubernetes.io/metadata.name", operator: "In", values: [$a, $b]}]' \
+    <<<"$doc" >"$D/rollout-$i.json"
+  use_policy "$D/rollout-$i.json" '{}'
+  rollout_ids+=("$POLICY_ID")
+  register_cap[$i]=$CAP
+done < <(yaml_objects "$ROLLOUT_FILE")
+[[ ${#rollout_ids[@]} == 2 ]] || die "$ROLLOUT_FILE: ${#rollout_ids[@]} policies, not 2"
+stop_one policy-server
+PS_LOG_LEVEL=info start_policy_server
+for i in 1 2; do register_webhook "${register_cap[$i]}"; done
+# The monitor policy stays the one the checks below drop and stop.
+CAP=$MONITOR_CAP
+WEBHOOK=$MONITOR_WEBHOOK
+WEBHOOK_CONFIG=$MONITOR_CONFIG
+in_rollout() { # NS NAME: the plain pod under NAME in NS; kubectl's output
+  manifest_json tests/cluster/pods/plain.yaml | jq -c --arg n "$2" '.metadata.name = $n' |
+    k -n "$1" create -f - 2>&1 >/dev/null || true
+}
+rollout_class() { k -n "$1" get pod "$2" -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing; }
+# Before the label: the dry run judges $ROLLOUT_ON, changes nothing, and
+# logs the decision README.md's step 1 greps for.
+out=$(in_rollout $ROLLOUT_ON before)
+readme_cmd "kubectl -n kubewarden logs " "policy_log: shop/"
+pattern=$(sed -n "s/.*grep '\(policy_log: shop\/\)'.*/\1/p" <<<"$CMD")
+pattern=${pattern/shop/$ROLLOUT_ON}
+line=""
+for _ in $(seq 1 25); do
+  line=$(grep -F "$pattern" "$D/policy-server.log" | grep -F "/before: " | tail -1 || true)
+  [[ -z $line ]] || break
+  sleep 0.2
+done
+if [[ $(rollout_class $ROLLOUT_ON before) == "" && -n $pattern && $line == *"$pattern"before": mutated: "* ]]; then
+  pass "rollout, step 1: $ROLLOUT_ON unlabelled, judged by the dry run: no class, and README.md's grep '$pattern' finds its decision"
+else
+  fail "rollout, step 1: class '$(rollout_class $ROLLOUT_ON before)', grep '${pattern:-?}' finds '${line:-nothing}': $out"
+fi
+# Step 2: a quota with room for the pod, not for the pod and the Kata
+# overhead. The quota's status is written as kube-controller-manager would
+# (there is none here); the API server's ResourceQuota admission then
+# counts each pod, with its overhead.
+k -n $ROLLOUT_ON create quota mem --hard=requests.memory=300Mi >/dev/null
+k -n $ROLLOUT_ON patch quota mem --subresource=status --type=merge \
+  -p '{"status":{"hard":{"requests.memory":"300Mi"},"used":{"requests.memory":"0"}}}' >/dev/null
+readme_cmd "kubectl get runtimeclass kata -o jsonpath="
+readme_run "$CMD"
+overhead=$OUT
+readme_cmd "kubectl -n shop describe quota"
+readme_run "${CMD/ shop / $ROLLOUT_ON }"
+if [[ $(jq -cS . <<<"$overhead" 2>/dev/null) == "$(jq -cS .overhead.podFixed <<<"$KATA_CLASS")" && $RC == 0 && $OUT == *"requests.memory"*"300Mi"* ]]; then
+  pass "rollout, step 2: README.md's commands show the overhead ($(one_line "$overhead")) and the quota: $(one_line "$OUT")"
+else
+  fail "rollout, step 2: overhead '$(one_line "$overhead")', quota (exit $RC): $(one_line "$OUT")"
+fi
+# Step 3: README.md's label. The next pod gets Kata, and with the overhead
+# (64Mi + 320Mi) the quota refuses it, as README.md warns.
+readme_cmd "kubectl label namespace shop "
+readme_run "${CMD/ shop / $ROLLOUT_ON }"
+labelled=$RC:$(one_line "$OUT")
+t=$(date +%s%N)
+until out=$(manifest_json tests/cluster/pods/plain.yaml | jq '.metadata.name = "cache-probe"' |
+  k -n $ROLLOUT_ON create --dry-run=server -o json -f - 2>&1) && [[ $(jq -r '.spec.runtimeClassName // ""' <<<"$out" 2>/dev/null) == kata ]] ||
+  [[ $out == *"exceeded quota"* ]]; do
+  (($(date +%s%N) - t < 10000000000)) || break
+  sleep 0.2
+done
+out=$(in_rollout $ROLLOUT_ON over-quota)
+if [[ $labelled == "0:namespace/$ROLLOUT_ON labeled" && $(rollout_class $ROLLOUT_ON over-quota) == missing && $out == *"exceeded quota"* ]]; then
+  pass "rollout, step 3: README.md's label moves $ROLLOUT_ON to protect; the quota without headroom refuses the Kata pod: $(one_line "$out")"
+else
+  fail "rollout, step 3: label $labelled; the pod: class $(rollout_class $ROLLOUT_ON over-quota): $(one_line "$out")"
+fi
+k -n $ROLLOUT_ON patch quota mem --type=merge -p '{"spec":{"hard":{"requests.memory":"1Gi"}}}' >/dev/null
+k -n $ROLLOUT_ON patch quota mem --subresource=status --type=merge -p '{"status":{"hard":{"requests.memory":"1Gi"}}}' >/dev/null
+out=$(in_rollout $ROLLOUT_ON after)
+other=$(in_rollout $ROLLOUT_OFF after)
+where=$(placed $ROLLOUT_ON after)
+if [[ $(rollout_class $ROLLOUT_ON after) == kata ]] && is_kata "$where" && [[ $(rollout_class $ROLLOUT_OFF after) == "" ]]; then
+  pass "rollout, step 3: with the quota raised, a pod in $ROLLOUT_ON gets Kata (placed on $where); $ROLLOUT_OFF, unlabelled, stays with the dry run"
+else
+  fail "rollout, step 3: $ROLLOUT_ON: class '$(rollout_class $ROLLOUT_ON after)' on '$where' ($out); $ROLLOUT_OFF: '$(rollout_class $ROLLOUT_OFF after)' ($other)"
+fi
+# Step 4: README.md's list of the workloads still without Kata: the pod
+# created before the label.
+readme_cmd "kubectl -n shop get pods -o json "
+readme_run "${CMD/ shop / $ROLLOUT_ON }"
+if [[ $RC == 0 && $(printf '%s' "$OUT") == "Pod/before" ]]; then
+  pass "rollout, step 4: README.md's command lists what still runs without Kata in $ROLLOUT_ON: $(one_line "$OUT")"
+else
+  fail "rollout, step 4: exit $RC: $(one_line "$OUT")"
+fi
+# Back: README.md's command removes the label; new pods are the dry run's.
+readme_inline "kubectl label namespace shop "
+readme_run "${CMD/ shop / $ROLLOUT_ON }"
+back=$RC:$(one_line "$OUT")
+t=$(date +%s%N)
+until out=$(manifest_json tests/cluster/pods/plain.yaml | jq '.metadata.name = "cache-probe"' |
+  k -n $ROLLOUT_ON create --dry-run=server -o json -f - 2>/dev/null) && [[ $(jq -r '.spec.runtimeClassName // ""' <<<"$out") == "" ]]; do
+  (($(date +%s%N) - t < 10000000000)) || break
+  sleep 0.2
+done
+out=$(in_rollout $ROLLOUT_ON moved-back)
+if [[ $back == "0:namespace/$ROLLOUT_ON unlabeled" && $(rollout_class $ROLLOUT_ON moved-back) == "" && $(rollout_class $ROLLOUT_ON after) == kata ]]; then
+  pass "rollout, back: README.md's \`${CMD/ shop / $ROLLOUT_ON }\` returns $ROLLOUT_ON to the dry run; the pod given Kata keeps it"
+else
+  fail "rollout, back: $back; new pod class '$(rollout_class $ROLLOUT_ON moved-back)': $out"
 fi
 
 # policy-server gone: failurePolicy Ignore (the monitor example's) admits the
