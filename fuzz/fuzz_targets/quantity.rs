@@ -4,7 +4,7 @@
 #![no_main]
 
 use kata_runtime_policy::quantity::{Amount, Quantity};
-use kata_runtime_policy::resources::{ResourceNames, ResourceList};
+use kata_runtime_policy::resources::{ResourceList, ResourceNames};
 use kata_runtime_policy::scheduling::Reason;
 use kata_runtime_policy::scheduling::node_resources_fit::ResourceFit;
 use libfuzzer_sys::fuzz_target;

@@ -14,7 +14,14 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let admission = review(data, &FakeCluster::fixed());
 
-    if let (Decision::Mutate { .. }, Some(object)) = (&admission.decision, &admission.object) {
+    if let (Decision::Mutate { class, .. }, Some(object)) = (&admission.decision, &admission.object)
+    {
+        // A configured class: the default, or one the settings name.
+        assert!(
+            class == "kata"
+                || (!class.is_empty() && data.windows(class.len()).any(|w| w == class.as_bytes())),
+            "assigned {class:?}, which the payload does not name"
+        );
         let mut mutated: serde_json::Value = match serde_json::from_str(object) {
             Ok(v) => v,
             Err(_) if !serde_json_reads(data) => return,
@@ -26,7 +33,8 @@ fuzz_target!(|data: &[u8]| {
             .and_then(|mut p| p.get_mut("request")?.get_mut("object").map(|o| o.take()))
         {
             assert_eq!(
-                mutated["spec"]["runtimeClassName"], "kata",
+                mutated["spec"]["runtimeClassName"],
+                class.as_str(),
                 "mutation did not set the class: {object}"
             );
             assert!(

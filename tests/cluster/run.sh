@@ -1907,11 +1907,21 @@ in_rollout() { # NS NAME: the plain pod under NAME in NS; kubectl's output
     k -n "$1" create -f - 2>&1 >/dev/null || true
 }
 rollout_class() { k -n "$1" get pod "$2" -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing; }
+# The API server calls new webhooks once its informer has them: server-side
+# dry runs (which the webhooks see too) until the dry run logs one.
+t=$(date +%s%N)
+until manifest_json tests/cluster/pods/plain.yaml | jq '.metadata.name = "cache-probe"' |
+  k -n $ROLLOUT_ON create --dry-run=server -f - >/dev/null 2>&1 &&
+  grep -qF " $ROLLOUT_ON/cache-probe: " "$D/policy-server.log"; do
+  (($(date +%s%N) - t < 10000000000)) || break
+  sleep 0.3
+done
+log "the rollout webhooks answer after $((($(date +%s%N) - t) / 1000000)) ms"
 # Before the label: the dry run judges $ROLLOUT_ON, changes nothing, and
 # logs the decision README.md's step 1 greps for.
 out=$(in_rollout $ROLLOUT_ON before)
-readme_cmd "kubectl -n kubewarden logs " "policy_log: shop/"
-pattern=$(sed -n "s/.*grep '\(policy_log: shop\/\)'.*/\1/p" <<<"$CMD")
+readme_cmd "kubectl -n kubewarden logs " "grep ' shop/'"
+pattern=$(sed -n "s/.*grep '\( shop\/\)'.*/\1/p" <<<"$CMD")
 pattern=${pattern/shop/$ROLLOUT_ON}
 line=""
 for _ in $(seq 1 25); do
