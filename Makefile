@@ -136,6 +136,28 @@ fuzz:
 fuzz-smoke:
 	scripts/fuzz.sh 5
 
+# What the README's "Try it first" replays: the settings of
+# examples/cluster-admission-policy.yaml, as a settings file, and copies of
+# recorded sessions whose kubernetes/can_i questions are asked for its
+# policyServerServiceAccount (scripts/sessions-for-account.sh).
+# runner/tests/example_sessions.rs checks that both are up to date.
+EXAMPLE_POLICY := examples/cluster-admission-policy.yaml
+EXAMPLE_SETTINGS := test_data/settings-examples.yml
+EXAMPLE_SESSIONS := kata-workers.yml handlers-k3s.yml
+
+.PHONY: example-sessions
+example-sessions:
+	@{ echo '# The settings of $(EXAMPLE_POLICY), for kwctl run --settings-path'; \
+	  echo '# (make example-sessions; do not edit).'; \
+	  awk '/^  settings:[ \t]*$$/ { on = 1; next } \
+	       on && $$0 != "" && $$0 !~ /^    / { exit } \
+	       on && $$0 !~ /^ *(#|$$)/ { sub(/^    /, ""); print }' $(EXAMPLE_POLICY); \
+	} >$(EXAMPLE_SETTINGS)
+	@account=$$(sed -n "s/^policyServerServiceAccount: *[\"']*\([^\"' ]*\).*/\1/p" $(EXAMPLE_SETTINGS)); \
+	rm -f test_data/sessions/examples/*.yml; \
+	scripts/sessions-for-account.sh "$$account" test_data/sessions/examples \
+	  $(addprefix test_data/sessions/,$(EXAMPLE_SESSIONS))
+
 .PHONY: demo
 demo: setup policy.wasm $(KWRUN)
 	KWRUN=$(KWRUN) scripts/demo.sh

@@ -1362,3 +1362,60 @@ CLASSES='{"runtimeClassName":"kata-clh","fallbackRuntimeClasses":["kata-qemu-run
   no_warning
   reason_is "$ASSIGNED"
 }
+
+# Try it first (README): the settings of examples/cluster-admission-policy.yaml
+# as they are (test_data/settings-examples.yml, `make example-sessions`), with
+# sessions whose can_i questions are asked for its policyServerServiceAccount
+# (test_data/sessions/examples/, scripts/sessions-for-account.sh).
+EXAMPLE_SETTINGS=test_data/settings-examples.yml
+EXAMPLE_ACCOUNT=system:serviceaccount:kubewarden:kata-runtime-policy
+# kwctl_run_example REQUEST SESSION: SESSION is a path from the checkout.
+kwctl_run_example() {
+  run "$KWCTL" run --allow-context-aware \
+    --request-path "test_data/$1" \
+    --settings-path "$EXAMPLE_SETTINGS" \
+    --replay-host-capabilities-interactions "$2" \
+    "$POLICY"
+  response=$(printf '%s\n' "$output" | grep '^{' | tail -n 1)
+}
+
+@test "try it first: the protect example's settings give a plain pod kata, with the decision annotation" {
+  grep -q "^policyServerServiceAccount: $EXAMPLE_ACCOUNT\$" "$EXAMPLE_SETTINGS"
+  kwctl_run_example pod-plain.json test_data/sessions/examples/kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch "mutated: $ASSIGNED" kata
+  no_warning
+  decision_is mutated
+  reason_is "$ASSIGNED"
+}
+
+@test "try it first: the protect example's settings leave the master-pinned pod alone, in the scheduler's words" {
+  kwctl_run_example pod-master-pinned.json test_data/sessions/examples/kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch "unchanged: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+  explained "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match Pod's node affinity/selector"
+  decision_is unchanged
+}
+
+@test "try it first: the protect example's settings on the k3s story leave a plain pod alone" {
+  kwctl_run_example pod-plain.json test_data/sessions/examples/handlers-k3s.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch 'unchanged: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler "kata-qemu"'
+  explained 'kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler "kata-qemu"'
+  decision_is unchanged
+}
+
+@test "a session recorded for another policyServerServiceAccount: the reason says so, then the replay's text" {
+  kwctl_run_example pod-plain.json test_data/sessions/kata-workers.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  decision_is unchanged
+  local reason
+  reason=$(jq -r '.auditAnnotations.reason' <<<"$response")
+  [[ "$reason" == "kata runtime not assigned: cannot check whether $EXAMPLE_ACCOUNT may list nodes (kubernetes/can_i): the recorded session has no answer for this request (recorded for another policyServerServiceAccount, pod or settings?): Replay error: unexpected request. Was expecting KubernetesCanI {"*'user: "system:serviceaccount:kubewarden:policy-server"'*"} instead" ]]
+  [ "$(jq -r '.warnings[0] | length' <<<"$response")" -le 255 ]
+  jq -r '.warnings[0]' <<<"$response" | grep -q 'recorded for another policyServerServiceAccount'
+}

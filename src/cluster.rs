@@ -72,9 +72,25 @@ pub enum LookupErrorKind {
     Forbidden,
     /// The object does not exist.
     NotFound,
+    /// A replayed session (`kwctl run --replay-host-capabilities-interactions`,
+    /// or kwrun) has no answer for the call: its next recorded request is
+    /// another one, or none is left. Never from a cluster.
+    Replay,
     /// Anything else: timeouts, API errors, host errors.
     Failed,
 }
+
+/// What a [`LookupErrorKind::Replay`] means, in the operator's words: the
+/// usual causes of a recorded session that no longer matches. It comes
+/// before the host's (long) text, which names the request expected and the
+/// one made, so that it survives the 255-byte cut of the warning.
+pub const REPLAY_MISS: &str = "the recorded session has no answer for this request \
+     (recorded for another policyServerServiceAccount, pod or settings?)";
+
+/// How kwctl's replay (policy-evaluator) says a call got no answer, a
+/// request other than the next recorded one or none left; kwrun says the
+/// same.
+const REPLAY_ERRORS: [&str; 2] = ["Replay error", "the list of recorded responses is empty"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LookupError {
@@ -86,9 +102,13 @@ impl LookupError {
     /// Classifies a host error message. The host passes on the API server's
     /// error text, so status reasons are recognised by their names; policy-server
     /// reports a missing object as "Cannot find <apiVersion>/<kind> named ...".
+    /// A replay's miss comes first: its text quotes the requests, whatever
+    /// they contain. Its message starts with [`REPLAY_MISS`].
     pub fn from_host(message: String) -> LookupError {
         let has = |needle: &str| message.contains(needle);
-        let kind = if has("Forbidden") || has("forbidden") || has("has not been granted access") {
+        let kind = if REPLAY_ERRORS.iter().any(|e| has(e)) {
+            LookupErrorKind::Replay
+        } else if has("Forbidden") || has("forbidden") || has("has not been granted access") {
             LookupErrorKind::Forbidden
         } else if has("Cannot find ") || has("NotFound") || has("not found") {
             LookupErrorKind::NotFound
@@ -105,9 +125,13 @@ impl LookupError {
         if let Some(at) = text.find("Stack backtrace:") {
             text = text.get(..at).unwrap_or(text);
         }
+        let text = one_line(text);
         LookupError {
+            message: match kind {
+                LookupErrorKind::Replay => format!("{REPLAY_MISS}: {text}"),
+                _ => text,
+            },
             kind,
-            message: one_line(text),
         }
     }
 }
@@ -618,6 +642,55 @@ mod tests {
             LookupError::from_host("Host error: a\r\n  b".into()).message,
             "a b"
         );
+    }
+
+    /// kwctl's replay texts (policy-evaluator's), as the guest receives them.
+    const KWCTL_MISMATCH: &str = "Host error: Callback evaluation failure: Replay error: unexpected request. \
+        Was expecting KubernetesCanI { request: SubjectAccessReview { groups: Some([\"system:serviceaccounts\"]), \
+        resource_attributes: ResourceAttributes { group: Some(\"\"), name: None, namespace: None, resource: \"nodes\", \
+        subresource: None, verb: \"list\", version: None }, user: \"system:serviceaccount:kubewarden:policy-server\" }, \
+        disable_cache: false }, got KubernetesCanI { request: SubjectAccessReview { groups: Some([\"system:serviceaccounts\"]), \
+        resource_attributes: ResourceAttributes { group: Some(\"\"), name: None, namespace: None, resource: \"nodes\", \
+        subresource: None, verb: \"list\", version: None }, user: \"system:serviceaccount:kubewarden:kata-runtime-policy\" }, \
+        disable_cache: false } instead";
+    const KWCTL_EXHAUSTED: &str =
+        "Host error: Callback evaluation failure: the list of recorded responses is empty";
+
+    #[test]
+    fn a_replay_miss_says_what_it_means_then_the_hosts_text() {
+        let e = LookupError::from_host(KWCTL_MISMATCH.into());
+        assert_eq!(e.kind, LookupErrorKind::Replay);
+        assert_eq!(
+            e.message,
+            format!(
+                "the recorded session has no answer for this request (recorded for another \
+                 policyServerServiceAccount, pod or settings?): {}",
+                KWCTL_MISMATCH
+                    .strip_prefix("Host error: Callback evaluation failure: ")
+                    .unwrap()
+            )
+        );
+        assert!(e.message.ends_with("} instead"), "{}", e.message);
+        let e = LookupError::from_host(KWCTL_EXHAUSTED.into());
+        assert_eq!(e.kind, LookupErrorKind::Replay);
+        assert_eq!(
+            e.message,
+            format!("{REPLAY_MISS}: the list of recorded responses is empty")
+        );
+        // The requests it quotes may name anything: still a replay miss,
+        // never a missing object (which would read as "does not exist").
+        for quoted in ["\"not found\"", "Forbidden", "NotFound"] {
+            let text = format!(
+                "Replay error: unexpected request. Was expecting KubernetesGetResource {{ name: {quoted:?} }}, got X instead"
+            );
+            assert_eq!(
+                LookupError::from_host(text).kind,
+                LookupErrorKind::Replay,
+                "{quoted}"
+            );
+        }
+        // Without a replay, the host's text is left as it was.
+        assert_eq!(LookupError::from_host("timeout".into()).message, "timeout");
     }
 
     #[test]

@@ -508,7 +508,9 @@ fn volume_refused(user: &str, refusal: VolumeRefusal) -> NoKata {
         VolumeRefusal::Lookup { what, error } => {
             let hint = match error.kind {
                 LookupErrorKind::Forbidden => format!(" (forbidden: {GRANT})"),
-                LookupErrorKind::NotFound | LookupErrorKind::Failed => String::new(),
+                LookupErrorKind::NotFound | LookupErrorKind::Replay | LookupErrorKind::Failed => {
+                    String::new()
+                }
             };
             NoKata::new(
                 Cause::LookupFailure,
@@ -532,10 +534,18 @@ fn may_list_nodes(settings: &Settings, cluster: &impl Cluster) -> Result<(), NoK
             Ok(access) if access.allowed => {}
             Ok(_) => denied.push(verb),
             Err(e) => {
+                // A replay's miss is no missing grant: no RBAC hint, and its
+                // explanation keeps its place in the 255-byte warning.
+                let hint = match e.kind {
+                    LookupErrorKind::Replay => "",
+                    _ => {
+                        "; policy-server needs create on subjectaccessreviews.authorization.k8s.io"
+                    }
+                };
                 return Err(NoKata::new(
                     Cause::LookupFailure,
                     format!(
-                        "cannot check whether {} may {verb} nodes (kubernetes/can_i; policy-server needs create on subjectaccessreviews.authorization.k8s.io): {}",
+                        "cannot check whether {} may {verb} nodes (kubernetes/can_i{hint}): {}",
                         subject.user, e.message
                     ),
                 ));
@@ -564,7 +574,7 @@ fn lookup_failed(what: &str, e: &LookupError) -> NoKata {
             " (forbidden: grant policy-server get/list/watch on nodes and get on runtimeclasses.node.k8s.io, \
              and list both in contextAwareResources)"
         }
-        LookupErrorKind::NotFound | LookupErrorKind::Failed => "",
+        LookupErrorKind::NotFound | LookupErrorKind::Replay | LookupErrorKind::Failed => "",
     };
     NoKata::new(Cause::LookupFailure, format!("{what}{hint}: {}", e.message))
 }

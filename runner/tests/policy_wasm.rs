@@ -547,8 +547,44 @@ fn a_changed_query_is_caught_by_the_replay() {
     assert_unchanged(&r);
     let reason = &r.audit_annotations.as_ref().unwrap()["reason"];
     assert!(
-        reason.contains("Replay error: unexpected request"),
+        reason.contains(
+            "cannot list kata nodes: the recorded session has no answer for this request \
+             (recorded for another policyServerServiceAccount, pod or settings?): \
+             Replay error: unexpected request"
+        ),
         "{reason}"
+    );
+}
+
+/// A session recorded for the default account, replayed with another
+/// policyServerServiceAccount (the examples'): the very first question
+/// misses, and the reason says what that likely means, in the warning too.
+#[test]
+fn a_session_for_another_account_says_so() {
+    let p = policy();
+    let r = run(
+        &p,
+        "pod-plain.json",
+        "kata-workers.yml",
+        json!({"policyServerServiceAccount": "system:serviceaccount:kubewarden:kata-runtime-policy"}),
+    );
+    assert_unchanged(&r);
+    let reason = &r.audit_annotations.as_ref().unwrap()["reason"];
+    assert!(
+        reason.starts_with(
+            "kata runtime not assigned: cannot check whether \
+             system:serviceaccount:kubewarden:kata-runtime-policy may list nodes (kubernetes/can_i): \
+             the recorded session has no answer for this request (recorded for another \
+             policyServerServiceAccount, pod or settings?): Replay error: unexpected request. \
+             Was expecting KubernetesCanI {"
+        ) && reason.ends_with(" instead"),
+        "{reason}"
+    );
+    let warning = &r.warnings.as_ref().unwrap()[0];
+    assert!(warning.len() <= 255, "{warning}");
+    assert!(
+        warning.contains("(recorded for another policyServerServiceAccount, pod or setting"),
+        "{warning}"
     );
 }
 
@@ -655,7 +691,9 @@ fn the_k3s_story_labelled_nodes_without_the_handler() {
     let reason = &auto.audit_annotations.as_ref().unwrap()["reason"];
     assert_eq!(
         reason,
-        "kata runtime not assigned: cannot list kata nodes: the list of recorded responses is empty"
+        "kata runtime not assigned: cannot list kata nodes: the recorded session has no answer for \
+         this request (recorded for another policyServerServiceAccount, pod or settings?): \
+         the list of recorded responses is empty"
     );
 }
 

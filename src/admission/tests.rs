@@ -1512,6 +1512,83 @@ fn a_failing_access_question_fails_fast_without_listing() {
     );
 }
 
+/// A replayed session recorded for another account misses the access
+/// question: the reason says so, in place of the RBAC hint, and ends with
+/// the replay's own text.
+#[test]
+fn a_replay_miss_on_the_access_question_names_the_likely_causes() {
+    let mut cluster = seed_cluster();
+    cluster.access_error = Some(LookupError::from_host(
+        "Host error: Callback evaluation failure: Replay error: unexpected request. Was expecting \
+         KubernetesCanI { .. user: \"system:serviceaccount:kubewarden:policy-server\" }, got \
+         KubernetesCanI { .. user: \"system:serviceaccount:kw:ps\" } instead"
+            .into(),
+    ));
+    let d = decide_payload(
+        &request(
+            "Pod",
+            "",
+            "CREATE",
+            json!({"spec": {"containers": containers()}}),
+            json!({"policyServerServiceAccount": "system:serviceaccount:kw:ps"}),
+        ),
+        &cluster,
+    );
+    assert_eq!(
+        leave_text(&d),
+        "kata runtime not assigned: cannot check whether system:serviceaccount:kw:ps may list nodes \
+         (kubernetes/can_i): the recorded session has no answer for this request (recorded for another \
+         policyServerServiceAccount, pod or settings?): Replay error: unexpected request. Was expecting \
+         KubernetesCanI { .. user: \"system:serviceaccount:kubewarden:policy-server\" }, got \
+         KubernetesCanI { .. user: \"system:serviceaccount:kw:ps\" } instead"
+    );
+}
+
+/// Any other read the replay cannot answer: the same words after what was
+/// read, no RBAC hint.
+#[test]
+fn a_replay_miss_on_a_read_names_the_likely_causes() {
+    let miss = || {
+        LookupError::from_host(
+            "Host error: Callback evaluation failure: the list of recorded responses is empty"
+                .into(),
+        )
+    };
+    let mut cluster = seed_cluster();
+    cluster.nodes = Err(miss());
+    assert_eq!(
+        leave_text(&decide_payload(
+            &pod_request(json!({"containers": containers()})),
+            &cluster
+        )),
+        "kata runtime not assigned: cannot list kata nodes: the recorded session has no answer for \
+         this request (recorded for another policyServerServiceAccount, pod or settings?): \
+         the list of recorded responses is empty"
+    );
+    let mut cluster = seed_cluster();
+    cluster.runtime_class = Err(miss());
+    let text = leave_text(&decide_payload(
+        &pod_request(json!({"containers": containers()})),
+        &cluster,
+    ))
+    .to_string();
+    assert!(
+        text.starts_with(
+            "kata runtime not assigned: cannot read RuntimeClass \"kata\": the recorded session has no answer"
+        ),
+        "{text}"
+    );
+    let mut cluster = FakeCluster::new(vec![worker("worker-1")]);
+    cluster.volume_error = Some(miss());
+    let text = leave_text(&decide_payload(&pod_request(claim_spec()), &cluster)).to_string();
+    assert!(
+        text.starts_with(
+            "kata runtime not assigned: cannot read PersistentVolumeClaim default/data-web-0: the recorded session has no answer"
+        ),
+        "{text}"
+    );
+}
+
 // Volumes: the decision around the volume check (its rules: volumes/tests.rs).
 
 const ZONE: &str = "topology.kubernetes.io/zone";
