@@ -61,11 +61,11 @@ POLICY_FILE=$D/policy.wasm
 "$KWCTL" annotate -m metadata.yml -u README.md -o "$POLICY_FILE" "$WASM" >/dev/null
 
 # ---------------------------------------------------------- control plane
-free_port ETCD_PORT 32379
-free_port ETCD_PEER_PORT 32380
-free_port APISERVER_PORT 36443
-free_port PS_PORT 33000
-free_port PS_READY_PORT 38081
+free_port ETCD_PORT 22379
+free_port ETCD_PEER_PORT 22380
+free_port APISERVER_PORT 26443
+free_port PS_PORT 23000
+free_port PS_READY_PORT 28081
 gen_certs
 kubeconfig "$D/admin.kubeconfig" kubernetes-admin "$(client_cert admin)"
 cp "$D/admin.kubeconfig" "$D/policy-server.kubeconfig" # RBAC: admin, simplest

@@ -26,6 +26,8 @@ find_bin() {
   printf -v "$var" '%s' "$found"
 }
 
+# The suites' ports are below Linux's ephemeral range (32768 and up), where a
+# client connection's local port would make a later listen fail.
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 TAKEN=" "
 free_port() { # VAR FIRST
@@ -159,12 +161,12 @@ EOF
 }
 
 start_control_plane() {
-  free_port ETCD_PORT 32379
-  free_port ETCD_PEER_PORT 32380
-  free_port APISERVER_PORT 36443
-  free_port SCHEDULER_PORT 30259
-  free_port PS_PORT 33000
-  free_port PS_READY_PORT 38081
+  free_port ETCD_PORT 22379
+  free_port ETCD_PEER_PORT 22380
+  free_port APISERVER_PORT 26443
+  free_port SCHEDULER_PORT 20259
+  free_port PS_PORT 23000
+  free_port PS_READY_PORT 28081
   gen_certs
   kubeconfig "$D/admin.kubeconfig" kubernetes-admin "$(client_cert admin)"
   kubeconfig "$D/scheduler.kubeconfig" system:kube-scheduler "$(client_cert scheduler)"
@@ -376,22 +378,32 @@ policies_yml() {
     } | with_entries(select(.value != null and .value != "" and .value != []))) + {hostCapabilities: ["*"]})}'
 }
 
-# start_policy_server: at log level PS_LOG_LEVEL (warn unless set).
-start_policy_server() {
-  local level=${PS_LOG_LEVEL:-warn}
-  start_bg policy-server env KUBECONFIG="$D/policy-server.kubeconfig" RUST_LOG="$level" \
-    "$POLICY_SERVER" --addr 127.0.0.1 --port "$PS_PORT" --readiness-probe-port "$PS_READY_PORT" \
+# serve_policy_server NAME PORT READY_PORT KUBECONFIG POLICIES [LEVEL]: a
+# policy-server (process NAME, log $D/NAME.log) serving POLICIES on PORT as
+# the user of KUBECONFIG, at LEVEL (warn unless given), ready before it
+# returns.
+serve_policy_server() {
+  local name=$1 port=$2 ready=$3 level=${6:-warn}
+  start_bg "$name" env KUBECONFIG="$4" RUST_LOG="$level" \
+    "$POLICY_SERVER" --addr 127.0.0.1 --port "$port" --readiness-probe-port "$ready" \
     --cert-file "$D/pki/policy-server.crt" --key-file "$D/pki/policy-server.key" \
-    --policies "$D/policies.yml" --policies-download-dir "$D/downloads" \
+    --policies "$5" --policies-download-dir "$D/$name-downloads" \
     --sigstore-cache-dir "$D/sigstore" --policy-timeout 2 --log-level "$level" --log-no-color
   local pid end=$(($(date +%s) + 120))
-  pid=$(awk '$1 == "policy-server" {print $2}' "$D/pids")
-  until [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$PS_READY_PORT/readiness")" == 200 ]]; do
-    kill -0 "$pid" 2>/dev/null || die "policy-server exited: $(grep -m1 Error "$D/policy-server.log")"
-    (($(date +%s) < end)) || die "policy-server not ready ($D/policy-server.log)"
+  pid=$(awk -v n="$name" '$1 == n {print $2}' "$D/pids")
+  until [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$ready/readiness")" == 200 ]]; do
+    kill -0 "$pid" 2>/dev/null || die "$name exited: $(grep -m1 Error "$D/$name.log")"
+    (($(date +%s) < end)) || die "$name not ready ($D/$name.log)"
     sleep 0.2
   done
-  log "policy-server ready on 127.0.0.1:$PS_PORT"
+  log "$name ready on 127.0.0.1:$port"
+}
+
+# start_policy_server: the suite's policy-server, serving $D/policies.yml at
+# log level PS_LOG_LEVEL (warn unless set).
+start_policy_server() {
+  serve_policy_server policy-server "$PS_PORT" "$PS_READY_PORT" "$D/policy-server.kubeconfig" \
+    "$D/policies.yml" "${PS_LOG_LEVEL:-warn}"
 }
 
 # webhook_configuration URL: the webhook configuration the controller makes of
@@ -518,7 +530,7 @@ readme_parse() {
   ((${#README_CMDS[@]} == 0)) || return 0
   local -a lines block
   local n i=0 indent lang follow=0 last
-  mapfile -t lines <"$ROOT/README.md"
+  mapfile -t lines <"${README_FILE:-$ROOT/README.md}"
   n=${#lines[@]}
   while ((i < n)); do
     if [[ ${lines[i]} =~ ^([[:space:]]*)\`\`\`([A-Za-z]*)[[:space:]]*$ ]]; then
@@ -572,6 +584,27 @@ readme_cmd() {
   SHOWN=${README_SHOWN[pick[0]]}
 }
 
+# readme_section HEADING: every command of the ```console blocks in
+# README.md's section "### HEADING" (up to the next heading of its level or
+# above), in order, in SECTION_CMDS, each one's shown output in
+# SECTION_SHOWN. Dies when the section is missing or has none.
+readme_section() {
+  local -a keep_cmds=("${README_CMDS[@]}") keep_shown=("${README_SHOWN[@]}")
+  awk -v h="### $1" '
+    !fence && $0 == h { on = 1; next }
+    !fence && on && /^##?#? / { exit }
+    /^[[:space:]]*```/ { fence = !fence }
+    on' "$ROOT/README.md" >"$D/readme-section.md"
+  [[ -s $D/readme-section.md ]] || die "README.md: no section '### $1'"
+  README_CMDS=()
+  README_SHOWN=()
+  README_FILE=$D/readme-section.md readme_parse
+  SECTION_CMDS=("${README_CMDS[@]}")
+  SECTION_SHOWN=("${README_SHOWN[@]}")
+  README_CMDS=("${keep_cmds[@]}")
+  README_SHOWN=("${keep_shown[@]}")
+}
+
 # readme_inline FIRST: the inline code span of README.md (outside fenced
 # blocks) that starts with FIRST, in CMD ("\|" in a table row read as "|").
 # The same span in two places counts once; two different ones, or none, end
@@ -588,8 +621,8 @@ readme_inline() {
   SHOWN=""
 }
 
-# readme_sh COMMAND: COMMAND run by bash from the repository's root, as an
-# operator runs it, with kubectl talking to this cluster as its
+# readme_sh COMMAND: COMMAND run by bash from the repository's root
+# (README_DIR, when set), as an operator runs it, with kubectl talking to this cluster as its
 # administrator (README_NS set: that namespace is the current one);
 # failglob and pipefail on: an unmatched glob is an error, as in zsh (a
 # custom-columns path with [*] must be quoted), and so is a failing command
@@ -602,7 +635,7 @@ readme_sh() {
       "$KUBECTL" "$D/admin.kubeconfig" "$D/kubectl-cache" >"$D/readme-bin/kubectl"
     chmod +x "$D/readme-bin/kubectl"
   fi
-  (cd "$ROOT" && PATH="$D/readme-bin:$PATH" bash -O failglob -o pipefail -c "$1" 2>&1)
+  (cd "${README_DIR:-$ROOT}" && PATH="$D/readme-bin:$PATH" bash -O failglob -o pipefail -c "$1" 2>&1)
 }
 
 # readme_line_is WANT GOT: GOT is the line WANT, each "…" in WANT standing

@@ -1818,8 +1818,8 @@ if [[ -n $CRDS ]] && ! bad_cap=$(k create --dry-run=server -o json -f - <<<"$bad
   fail "refused settings: the API server refuses the policy itself: $bad_cap"
 else
   policies_yml <<<"$bad_cap" >"$bad"
-  free_port BAD_PORT 34000
-  free_port BAD_READY 38181
+  free_port BAD_PORT 24000
+  free_port BAD_READY 28181
   set +e
   out=$(KUBECONFIG="$D/policy-server.kubeconfig" timeout 120 "$POLICY_SERVER" --addr 127.0.0.1 --port "$BAD_PORT" \
     --readiness-probe-port "$BAD_READY" --cert-file "$D/pki/policy-server.crt" --key-file "$D/pki/policy-server.key" \
@@ -2025,6 +2025,8 @@ if ! k -n $MANDATORY get pod no-server >/dev/null 2>&1 &&
 else
   fail "policy-server stopped: in $MANDATORY: class $(k -n $MANDATORY get pod no-server -o jsonpath='{.spec.runtimeClassName}' 2>&1): $out"
 fi
+
+source tests/cluster/upgrade.sh
 
 echo "# $PASSED passed, $FAILED failed, $(($(date +%s) - T0)) s"
 ((FAILED == 0))

@@ -1,0 +1,186 @@
+# Upgrading from 0.1.0, and rolling back: README.md's sections "Upgrade from
+# 0.1.0" and "Roll back to 0.1.0", every command as written and in order, on
+# a cluster set up as 0.1.0's README set it up (its examples, from the commit
+# released as 0.1.0, and its module, built from that commit). The Kubewarden
+# controller's part is controller.sh's. After every command a new pod must
+# get Kata: at no step is Pod creation without a protect policy. Sourced by
+# run.sh at its end, after every other policy is gone.
+
+# The commit released as 0.1.0 (CHANGELOG.md, "[0.1.0] - 2026-11-29").
+V010_COMMIT=4cbcb661f289905dc28873976706f17648fcdb91
+UPGRADE_NS=upgrade
+
+# v010_module: 0.1.0's policy, built from its commit with its own lock file
+# into target/v0.1.0 (kept between runs), annotated with its own metadata,
+# in V010_WASM. Returns 1, with the reason in V010_MISSING, when this
+# checkout has not that commit (a shallow clone).
+v010_module() {
+  local src=$D/v0.1.0-src out
+  if ! git -C "$ROOT" cat-file -e "$V010_COMMIT^{commit}" 2>/dev/null; then
+    V010_MISSING="this checkout has not the commit released as 0.1.0 ($V010_COMMIT; a shallow clone?)"
+    return 1
+  fi
+  mkdir -p "$src"
+  git -C "$ROOT" archive "$V010_COMMIT" | tar -x -C "$src"
+  log "building 0.1.0's policy from $V010_COMMIT"
+  out=$(cd "$src" && CARGO_TARGET_DIR=$ROOT/target/v0.1.0 cargo build --locked --target=wasm32-wasip1 --release -p kata-runtime-policy 2>&1) ||
+    die "0.1.0's policy does not build: $(tail -5 <<<"$out")"
+  V010_WASM=$D/v0.1.0.wasm
+  "$KWCTL" annotate -m "$src/metadata.yml" -u "$src/README.md" -o "$V010_WASM" \
+    "$ROOT/target/v0.1.0/wasm32-wasip1/release/kata_runtime_policy.wasm" >/dev/null
+}
+
+# upgrade_probe NAME: a plain pod NAME in $UPGRADE_NS; its class ("" none,
+# "missing" when not created), and kubectl's output in PROBE_OUT.
+upgrade_probe() {
+  PROBE_OUT=$(manifest_json tests/cluster/pods/plain.yaml | jq -c --arg n "$1" '.metadata.name = $n' |
+    k -n $UPGRADE_NS create -f - 2>&1) || true
+  k -n $UPGRADE_NS get pod "$1" -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing
+}
+
+# upgrade_policies: the ClusterAdmissionPolicies, "name@policyServer@module"
+# each, sorted, space-separated.
+upgrade_policies() {
+  k get clusteradmissionpolicies -o json |
+    jq -r '[.items[] | "\(.metadata.name)@\(.spec.policyServer)@\(.spec.module | sub(".*:"; ""))"] | sort | join(" ")'
+}
+
+# Each probe pod upgrade_follow made: the command it followed, and the
+# policies then in the API server (upgrade_policies).
+declare -A PROBE_AFTER=() PROBE_POLICIES=()
+
+# upgrade_follow SECTION WHAT: every command of README.md's SECTION run in
+# order from a working folder (examples/ there is the repository's), the
+# controller syncing after each (and before each wait, which waits for
+# it); after each, a new pod in $UPGRADE_NS gets Kata. A shown output must
+# be the one README.md shows.
+upgrade_follow() {
+  local section=$1 what=$2 i cmd n=0 gaps="" class diff
+  readme_section "$section"
+  for i in "${!SECTION_CMDS[@]}"; do
+    cmd=${SECTION_CMDS[i]}
+    if [[ $cmd == *"kubectl wait "* || $cmd == *" wait --for=create "* || $cmd == *" rollout status "* ]]; then controller_sync; fi
+    README_DIR=$UPGRADE_DIR readme_run "$cmd"
+    CMD=$cmd
+    if ((RC != 0)); then
+      fail "$what: README.md's \`$(one_line "$cmd")\`: exit $RC: $(one_line "$OUT")"
+      return
+    fi
+    if [[ -n ${SECTION_SHOWN[i]} ]] && ! diff=$(readme_output_is "${SECTION_SHOWN[i]}" "$OUT"); then
+      fail "$what: README.md's \`$(one_line "$cmd")\`: $diff: $(one_line "$OUT")"
+      return
+    fi
+    controller_sync
+    n=$((n + 1))
+    class=$(upgrade_probe "$what-$n")
+    [[ $class == kata ]] || gaps+=" after \`$(one_line "$cmd")\`: class '$class' ($(one_line "$PROBE_OUT"));"
+    PROBE_AFTER[$what-$n]=$cmd
+    PROBE_POLICIES[$what-$n]=$(upgrade_policies)
+  done
+  if [[ -z $gaps ]]; then
+    pass "$what: README.md's $n commands run as written, and a pod created after each gets Kata"
+  else
+    fail "$what: a pod without Kata$gaps"
+  fi
+}
+
+echo "# upgrading from 0.1.0 and rolling back: README.md's steps, as written"
+if [[ -z $CRDS ]]; then
+  echo "SKIP upgrade from 0.1.0: $CRDS_MISSING"
+elif ! v010_module; then
+  echo "SKIP upgrade from 0.1.0: $V010_MISSING"
+else
+  source tests/cluster/controller.sh
+  # Every policy of the suite gone, and the dedicated PolicyServer with its
+  # account: a 0.1.0 cluster has neither.
+  stop_one policy-server
+  k delete clusteradmissionpolicies --all >/dev/null
+  k delete mutatingwebhookconfigurations,validatingwebhookconfigurations -l app.kubernetes.io/part-of=kubewarden >/dev/null
+  k delete -f examples/policy-server.yaml >/dev/null
+  k create namespace $UPGRADE_NS >/dev/null
+  k -n $UPGRADE_NS create serviceaccount default >/dev/null
+  UPGRADE_DIR=$D/upgrade
+  mkdir -p "$UPGRADE_DIR"
+  ln -s "$ROOT/examples" "$UPGRADE_DIR/examples"
+  CURRENT_MODULE=$(yaml_objects examples/cluster-admission-policy.yaml | jq -r .spec.module)
+  MODULES[$CURRENT_MODULE]=$POLICY_FILE
+  MODULES[registry://ghcr.io/kata-runtime-policy/policies/kata-runtime-policy:v0.1.0]=$V010_WASM
+  # 0.1.0 as its README installed it: Kubewarden's default PolicyServer
+  # (the kubewarden-defaults chart's, running as kubewarden/policy-server),
+  # 0.1.0's RBAC for that account, its protect policy and its dry run.
+  k -n "$KW_NAMESPACE" create serviceaccount policy-server >/dev/null
+  k apply -f - >/dev/null <<EOF
+apiVersion: policies.kubewarden.io/v1
+kind: PolicyServer
+metadata: {name: default}
+spec: {image: "ghcr.io/kubewarden/policy-server:v1.36.0", serviceAccountName: policy-server, replicas: 1}
+EOF
+  for f in rbac.yaml cluster-admission-policy.yaml cluster-admission-policy-monitor.yaml; do
+    git -C "$ROOT" show "$V010_COMMIT:examples/$f" | k apply -f - >/dev/null
+  done
+  controller_immutable
+  controller_sync
+  before=$(upgrade_policies)
+  class=$(upgrade_probe v010)
+  if [[ $before == "kata-runtime-dry-run@default@v0.1.0 kata-runtime@default@v0.1.0" && $class == kata &&
+    $(controller_served default) == "kata-runtime kata-runtime-dry-run" ]]; then
+    pass "0.1.0 as installed: $before, and its module gives a pod Kata"
+  else
+    fail "0.1.0 as installed: policies $before, served by default: '$(controller_served default)'; the pod: class '$class' ($PROBE_OUT)"
+  fi
+  # What the upgrade must avoid: this release's example over the 0.1.0
+  # policy moves it to another PolicyServer, which the controller refuses.
+  # (Tried until the admission policy that stands for it is in force.)
+  t=$(date +%s)
+  until out=$(k apply --dry-run=server -f examples/cluster-admission-policy.yaml 2>&1); [[ $out == *"the field is immutable"* ]]; do
+    (($(date +%s) - t < 15)) || break
+    sleep 0.3
+  done
+  if [[ $out == *"spec.policyServer: Forbidden: the field is immutable"* ]]; then
+    pass "0.1.0 as installed: applying examples/cluster-admission-policy.yaml over it is refused: $(one_line "$out")"
+  else
+    fail "0.1.0 as installed: applying examples/cluster-admission-policy.yaml over it: $(one_line "$out")"
+  fi
+
+  upgrade_follow "Upgrade from 0.1.0" upgrade
+  after=$(upgrade_policies)
+  version=${CURRENT_MODULE##*:}
+  bindings=$(k get clusterrolebindings -o json | jq -r '[.items[] | select(.roleRef.name == "kata-runtime-policy-reader")
+    | "\(.metadata.name)=\([.subjects[] | "\(.namespace):\(.name)"] | join(","))"] | sort | join(" ")')
+  webhooks=$(k get mutatingwebhookconfigurations -l app.kubernetes.io/part-of=kubewarden -o json |
+    jq -r '[.items[] | "\(.metadata.name)@\(.webhooks[0].clientConfig.url | sub("/validate/.*"; ""))"] | sort | join(" ")')
+  at=${PS_AT[kata-runtime-policy]:-none}
+  if [[ $after == "kata-runtime-dry-run@kata-runtime-policy@$version kata-runtime@kata-runtime-policy@$version" &&
+    $(controller_served default) == "" && $(controller_served kata-runtime-policy) == "kata-runtime kata-runtime-dry-run" &&
+    $bindings == "kata-runtime-policy-reader=$KW_NAMESPACE:kata-runtime-policy" &&
+    $webhooks == "clusterwide-kata-runtime-dry-run@$at clusterwide-kata-runtime@$at" ]]; then
+    pass "upgrade: one policy per role, on kata-runtime-policy, with this release's module ($after); nothing left on the default PolicyServer; only the new account bound; the webhooks call the new PolicyServer"
+  else
+    fail "upgrade: policies $after; default serves '$(controller_served default)', kata-runtime-policy '$(controller_served kata-runtime-policy)'; bindings $bindings; webhooks $webhooks (kata-runtime-policy at $at)"
+  fi
+  # While the new policy and the temporary one both ran, the pods carry the
+  # decision of the new one: the temporary one, called after it (webhooks
+  # go in the order of their configurations' names), found the class set
+  # and wrote no annotation over its decision (step 3).
+  both=""
+  for probe in "${!PROBE_POLICIES[@]}"; do
+    [[ ${PROBE_POLICIES[$probe]} == *"kata-runtime-upgrade@kata-runtime-policy@$version "*"kata-runtime@kata-runtime-policy@$version"* ]] || continue
+    note=$(k -n $UPGRADE_NS get pod "$probe" -o json | jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"')
+    both+="$probe: $note; "
+    [[ $note == "mutated: "* ]] || bad_note=1
+  done
+  if [[ -n $both && -z ${bad_note:-} ]]; then
+    pass "upgrade: while kata-runtime and kata-runtime-upgrade both ran, each pod carries kata-runtime's decision: $both"
+  else
+    fail "upgrade: the decisions of the pods created while both ran: ${both:-no such pod}"
+  fi
+
+  upgrade_follow "Roll back to 0.1.0" rollback
+  after=$(upgrade_policies)
+  if [[ $after == "kata-runtime@default@v0.1.0" && $(controller_served default) == "kata-runtime" &&
+    $(controller_served kata-runtime-policy) == "" ]]; then
+    pass "roll back: kata-runtime on the default PolicyServer with 0.1.0's module, as saved before the upgrade, and nothing on kata-runtime-policy"
+  else
+    fail "roll back: policies $after; default serves '$(controller_served default)', kata-runtime-policy '$(controller_served kata-runtime-policy)'"
+  fi
+fi
