@@ -622,11 +622,12 @@ readme_inline() {
 }
 
 # readme_sh COMMAND: COMMAND run by bash from the repository's root
-# (README_DIR, when set), as an operator runs it, with kubectl talking to this cluster as its
-# administrator (README_NS set: that namespace is the current one);
-# failglob and pipefail on: an unmatched glob is an error, as in zsh (a
-# custom-columns path with [*] must be quoted), and so is a failing command
-# anywhere in a pipeline. Its stdout and stderr together on stdout; its
+# (README_DIR, when set), as an operator runs it, with kubectl (and kwctl,
+# through KUBECONFIG) talking to this cluster as its administrator
+# (README_NS set: that namespace is the current one); failglob and
+# pipefail on: an unmatched glob is an error, as in zsh (a custom-columns
+# path with [*] must be quoted), and so is a failing command anywhere in a
+# pipeline. Its stdout and stderr together on stdout; its
 # status.
 readme_sh() {
   if [[ ! -x $D/readme-bin/kubectl ]]; then
@@ -634,8 +635,10 @@ readme_sh() {
     printf '#!/usr/bin/env bash\nexec %q --kubeconfig %q --cache-dir %q ${README_NS:+--namespace "$README_NS"} "$@"\n' \
       "$KUBECTL" "$D/admin.kubeconfig" "$D/kubectl-cache" >"$D/readme-bin/kubectl"
     chmod +x "$D/readme-bin/kubectl"
+    ln -s "$KWCTL" "$D/readme-bin/kwctl"
   fi
-  (cd "${README_DIR:-$ROOT}" && PATH="$D/readme-bin:$PATH" bash -O failglob -o pipefail -c "$1" 2>&1)
+  (cd "${README_DIR:-$ROOT}" && PATH="$D/readme-bin:$PATH" KUBECONFIG="$D/admin.kubeconfig" \
+    bash -O failglob -o pipefail -c "$1" 2>&1)
 }
 
 # readme_line_is WANT GOT: GOT is the line WANT, each "…" in WANT standing

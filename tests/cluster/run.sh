@@ -1364,6 +1364,46 @@ if [[ -n $CRDS ]]; then
   fi
 fi
 
+echo "# Try it first: README.md's kwctl commands, as written"
+# From a working folder holding what a clone has (test_data/, tests/) and
+# annotated-policy.wasm, the suite's module annotated as `make
+# annotated-policy.wasm` annotates it; kwctl on PATH, and this cluster in
+# KUBECONFIG (readme_sh). The recorded session answers the plain pod; then,
+# without it, kwctl asks this cluster, read-only.
+TRY_DIR=$D/try
+mkdir -p "$TRY_DIR"
+ln -s "$ROOT/test_data" "$TRY_DIR/test_data"
+ln -s "$ROOT/tests" "$TRY_DIR/tests"
+ln -s "$POLICY_FILE" "$TRY_DIR/annotated-policy.wasm"
+# try_verdict: the last line of OUT, kwctl's answer: "allowed" and the class
+# its patch sets ("allowed -" without a patch), else the line itself.
+try_verdict() {
+  local last
+  last=$(printf '%s' "$OUT" | tail -n 1)
+  jq -r 'if .allowed then "allowed " + ((.patch // "" | if . == "" then "-" else (@base64d | fromjson
+    | map(select(.path == "/spec/runtimeClassName") | .value) | first // "-") end)) else "refused" end' <<<"$last" 2>/dev/null ||
+    echo "$last"
+}
+readme_cmd "kwctl run " "--replay-host-capabilities-interactions"
+README_DIR=$TRY_DIR readme_run "$CMD"
+verdict=$(try_verdict)
+if [[ $RC == 0 && $verdict == "allowed kata" ]]; then
+  pass "README.md's \`$(one_line "$CMD")\`: the recorded session answers, the plain pod gets Kata"
+else
+  fail "README.md's \`$(one_line "$CMD")\`: exit $RC, $verdict: $(one_line "$OUT")"
+fi
+readme_cmd "kubectl create --dry-run=client -o json -f tests/cluster/pods/plain.yaml "
+README_DIR=$TRY_DIR readme_run "$CMD"
+wrapped=$RC:$(jq -c '[.kind.kind, .operation, .namespace, .object.metadata.name] | join(" ")' "$TRY_DIR/request.json" 2>&1)
+readme_cmd "kwctl run --allow-context-aware --request-path request.json"
+README_DIR=$TRY_DIR readme_run "$CMD"
+verdict=$(try_verdict)
+if [[ $wrapped == '0:"Pod CREATE default plain"' && $RC == 0 && $verdict == "allowed kata" ]]; then
+  pass "README.md's read-only trial against this cluster: the request wrapped, and \`$(one_line "$CMD")\` answers from the cluster: the plain pod gets Kata"
+else
+  fail "README.md's read-only trial: the request $wrapped; \`$(one_line "$CMD")\`: exit $RC, $verdict: $(one_line "$OUT")"
+fi
+
 echo "# runtime handlers: status.runtimeHandlers through policy-server's field masks"
 # More kata nodes, each pool behind its own label and taint, so that the pods
 # above never count them and the pods below can use only their pool:
