@@ -635,7 +635,7 @@ readme_sh() {
     printf '#!/usr/bin/env bash\nexec %q --kubeconfig %q --cache-dir %q ${README_NS:+--namespace "$README_NS"} "$@"\n' \
       "$KUBECTL" "$D/admin.kubeconfig" "$D/kubectl-cache" >"$D/readme-bin/kubectl"
     chmod +x "$D/readme-bin/kubectl"
-    ln -s "$KWCTL" "$D/readme-bin/kwctl"
+    ln -s "$(realpath "$KWCTL")" "$D/readme-bin/kwctl"
   fi
   (cd "${README_DIR:-$ROOT}" && PATH="$D/readme-bin:$PATH" KUBECONFIG="$D/admin.kubeconfig" \
     bash -O failglob -o pipefail -c "$1" 2>&1)

@@ -30,7 +30,10 @@
 # kubelets, no kube-controller-manager, no Kubewarden controller, no Helm,
 # no registry) are taken from README.md itself and run as written (lib.sh,
 # readme_cmd and readme_sh): a README change that breaks one, or changes
-# an output it shows, fails the suite.
+# an output it shows, fails the suite. Last, README.md's upgrade from 0.1.0
+# and its roll back, every command in order, against 0.1.0's examples and
+# module, with the Kubewarden controller's part played by controller.sh
+# (upgrade.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
