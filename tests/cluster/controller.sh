@@ -97,14 +97,26 @@ controller_serve() {
   PS_AT[$ps]=https://127.0.0.1:$port
 }
 
-# controller_sync: the controller's reconciliation, once, for every
-# PolicyServer and ClusterAdmissionPolicy in the API server.
+# controller_sync [drop]: the controller's reconciliation, once, for every
+# PolicyServer and ClusterAdmissionPolicy in the API server. With "drop",
+# only what a deletion needs before it completes (the controller's
+# finalizer): deleted policies leave their policy-server and lose their
+# webhook, and nothing new is started. Policies created meanwhile wait for
+# the next full sync, as they wait for the controller: a README step that
+# goes on without waiting for them finds them inactive.
 controller_sync() {
-  local caps servers ps sa replicas want modules cap name retired=() proc
+  local mode=${1:-all} caps servers ps sa replicas want modules cap name retired=() proc served
   modules=$(for m in "${!MODULES[@]}"; do jq -nc --arg k "$m" --arg v "file://${MODULES[$m]}" '{($k): $v}'; done | jq -sc 'add // {}')
   caps=$(k get clusteradmissionpolicies -o json | jq -c '[.items[] | select(.metadata.deletionTimestamp == null)]')
+  if [[ $mode == drop ]]; then
+    served=$(for ps in "${!PS_SERVED[@]}"; do
+      jq -c --arg ps "$ps" '{($ps): [.[].namespacedName.name]}' <<<"${PS_SERVED[$ps]}"
+    done | jq -sc 'add // {}')
+    caps=$(jq -c --argjson s "$served" '[.[] | select(.metadata.name as $n | ($s[.spec.policyServer] // []) | index($n))]' <<<"$caps")
+  fi
   servers=$(k get policyservers -o json | jq -c '[.items[] | {name: .metadata.name, sa: (.spec.serviceAccountName // "policy-server"), replicas: (.spec.replicas // 1)}]')
   while read -r ps sa replicas; do
+    [[ $mode == drop && -z ${PS_SERVED[$ps]+set} ]] && continue
     controller_deployment "$ps" "$sa" "$replicas"
     want=$(jq -c --arg ps "$ps" --argjson m "$modules" '.[] | select(.spec.policyServer == $ps)
       | .spec.module = ($m[.spec.module] // error("no local module for \(.spec.module)"))' <<<"$caps" |

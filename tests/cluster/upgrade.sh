@@ -21,13 +21,14 @@ v010_module() {
     return 1
   fi
   mkdir -p "$src"
-  git -C "$ROOT" archive "$V010_COMMIT" | tar -x -C "$src"
+  git -C "$ROOT" archive "$V010_COMMIT" | tar -x -C "$src" || die "0.1.0's files: git archive $V010_COMMIT failed"
   log "building 0.1.0's policy from $V010_COMMIT"
   out=$(cd "$src" && CARGO_TARGET_DIR=$ROOT/target/v0.1.0 cargo build --locked --target=wasm32-wasip1 --release -p kata-runtime-policy 2>&1) ||
     die "0.1.0's policy does not build: $(tail -5 <<<"$out")"
   V010_WASM=$D/v0.1.0.wasm
-  "$KWCTL" annotate -m "$src/metadata.yml" -u "$src/README.md" -o "$V010_WASM" \
-    "$ROOT/target/v0.1.0/wasm32-wasip1/release/kata_runtime_policy.wasm" >/dev/null
+  out=$("$KWCTL" annotate -m "$src/metadata.yml" -u "$src/README.md" -o "$V010_WASM" \
+    "$ROOT/target/v0.1.0/wasm32-wasip1/release/kata_runtime_policy.wasm" 2>&1) ||
+    die "0.1.0's policy: kwctl annotate failed: $out"
 }
 
 # upgrade_probe NAME: a plain pod NAME in $UPGRADE_NS; its class ("" none,
@@ -46,16 +47,36 @@ upgrade_policies() {
 }
 
 # Each probe pod upgrade_follow made: the command it followed, and the
-# policies then in the API server (upgrade_policies).
-declare -A PROBE_AFTER=() PROBE_POLICIES=()
+# policies kata-runtime-policy's policy-server then served.
+declare -A PROBE_AFTER=() PROBE_SERVED=()
+
+# upgrade_access: for each PolicyServer that serves policies, whether its
+# account may still read what they read (list nodes, get RuntimeClasses);
+# "" when all may, else what is missing. Its running policy-server would
+# go on from its watch cache for a while: the grants are asked for.
+upgrade_access() {
+  local ps sa verb
+  for ps in "${!PS_SERVED[@]}"; do
+    [[ -n $(controller_served "$ps") ]] || continue
+    sa=$(k get policyserver "$ps" -o jsonpath='{.spec.serviceAccountName}' 2>/dev/null || echo policy-server)
+    for verb in "list nodes" "get runtimeclasses.node.k8s.io"; do
+      # shellcheck disable=SC2086 # the verb and the resource, two words
+      [[ $(k auth can-i $verb --as="system:serviceaccount:$KW_NAMESPACE:$sa" 2>/dev/null) == yes ]] ||
+        echo -n " $ps's account $sa may not $verb;"
+    done
+  done
+}
 
 # upgrade_follow SECTION WHAT: every command of README.md's SECTION run in
-# order from a working folder (examples/ there is the repository's), the
-# controller syncing after each (and before each wait, which waits for
-# it); after each, a new pod in $UPGRADE_NS gets Kata. A shown output must
-# be the one README.md shows.
+# order from a working folder (examples/ there is the repository's). The
+# controller acts when README.md gives it time, as a real one needs it:
+# before each wait (kubectl wait, rollout status), and, for a deletion,
+# the part its finalizer does before the deletion completes (controller_sync
+# drop); it catches up at the end. After each command a new pod in
+# $UPGRADE_NS gets Kata, and every PolicyServer serving policies may read
+# what they read. A shown output must be the one README.md shows.
 upgrade_follow() {
-  local section=$1 what=$2 i cmd n=0 gaps="" class diff
+  local section=$1 what=$2 i cmd n=0 gaps="" denied="" class diff
   readme_section "$section"
   for i in "${!SECTION_CMDS[@]}"; do
     cmd=${SECTION_CMDS[i]}
@@ -70,17 +91,20 @@ upgrade_follow() {
       fail "$what: README.md's \`$(one_line "$cmd")\`: $diff: $(one_line "$OUT")"
       return
     fi
-    controller_sync
+    if [[ $cmd == "kubectl delete "* ]]; then controller_sync drop; fi
     n=$((n + 1))
     class=$(upgrade_probe "$what-$n")
     [[ $class == kata ]] || gaps+=" after \`$(one_line "$cmd")\`: class '$class' ($(one_line "$PROBE_OUT"));"
+    access=$(upgrade_access)
+    [[ -z $access ]] || denied+=" after \`$(one_line "$cmd")\`:$access"
     PROBE_AFTER[$what-$n]=$cmd
-    PROBE_POLICIES[$what-$n]=$(upgrade_policies)
+    PROBE_SERVED[$what-$n]=$(controller_served kata-runtime-policy)
   done
-  if [[ -z $gaps ]]; then
-    pass "$what: README.md's $n commands run as written, and a pod created after each gets Kata"
+  controller_sync
+  if [[ -z $gaps && -z $denied ]]; then
+    pass "$what: README.md's $n commands run as written; after each, a new pod gets Kata and every PolicyServer may read what its policies read"
   else
-    fail "$what: a pod without Kata$gaps"
+    fail "$what:${gaps:+ a pod without Kata$gaps}${denied:+ access lost$denied}"
   fi
 }
 
@@ -120,6 +144,13 @@ EOF
   done
   controller_immutable
   controller_sync
+  # The API server calls new webhooks once its informer has them.
+  t=$(date +%s)
+  until manifest_json tests/cluster/pods/plain.yaml | k -n $UPGRADE_NS create --dry-run=server -o json -f - 2>/dev/null |
+    jq -e '.spec.runtimeClassName == "kata"' >/dev/null; do
+    (($(date +%s) - t < 10)) || break
+    sleep 0.3
+  done
   before=$(upgrade_policies)
   class=$(upgrade_probe v010)
   if [[ $before == "kata-runtime-dry-run@default@v0.1.0 kata-runtime@default@v0.1.0" && $class == kata &&
@@ -146,7 +177,7 @@ EOF
   after=$(upgrade_policies)
   version=${CURRENT_MODULE##*:}
   bindings=$(k get clusterrolebindings -o json | jq -r '[.items[] | select(.roleRef.name == "kata-runtime-policy-reader")
-    | "\(.metadata.name)=\([.subjects[] | "\(.namespace):\(.name)"] | join(","))"] | sort | join(" ")')
+    | "\(.metadata.name)=\([.subjects[]? | "\(.namespace):\(.name)"] | join(","))"] | sort | join(" ")')
   webhooks=$(k get mutatingwebhookconfigurations -l app.kubernetes.io/part-of=kubewarden -o json |
     jq -r '[.items[] | "\(.metadata.name)@\(.webhooks[0].clientConfig.url | sub("/validate/.*"; ""))"] | sort | join(" ")')
   at=${PS_AT[kata-runtime-policy]:-none}
@@ -163,9 +194,9 @@ EOF
   # go in the order of their configurations' names), found the class set
   # and wrote no annotation over its decision (step 3).
   both=""
-  for probe in "${!PROBE_POLICIES[@]}"; do
-    [[ ${PROBE_POLICIES[$probe]} == *"kata-runtime-upgrade@kata-runtime-policy@$version "*"kata-runtime@kata-runtime-policy@$version"* ]] || continue
-    note=$(k -n $UPGRADE_NS get pod "$probe" -o json | jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"')
+  for probe in "${!PROBE_SERVED[@]}"; do
+    [[ ${PROBE_SERVED[$probe]} == "kata-runtime kata-runtime-upgrade" ]] || continue
+    note=$(k -n $UPGRADE_NS get pod "$probe" -o json 2>/dev/null | jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "none"' || echo "no pod")
     both+="$probe: $note; "
     [[ $note == "mutated: "* ]] || bad_note=1
   done
