@@ -31,12 +31,13 @@ v010_module() {
     die "0.1.0's policy: kwctl annotate failed: $out"
 }
 
-# upgrade_probe NAME: a plain pod NAME in $UPGRADE_NS; its class ("" none,
-# "missing" when not created), and kubectl's output in PROBE_OUT.
+# upgrade_probe NAME: a plain pod NAME in $UPGRADE_NS; its class in
+# PROBE_CLASS ("" none, "missing" when not created), kubectl's output in
+# PROBE_OUT.
 upgrade_probe() {
   PROBE_OUT=$(manifest_json tests/cluster/pods/plain.yaml | jq -c --arg n "$1" '.metadata.name = $n' |
     k -n $UPGRADE_NS create -f - 2>&1) || true
-  k -n $UPGRADE_NS get pod "$1" -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing
+  PROBE_CLASS=$(k -n $UPGRADE_NS get pod "$1" -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing)
 }
 
 # upgrade_policies: the ClusterAdmissionPolicies, "name@policyServer@module"
@@ -76,7 +77,7 @@ upgrade_access() {
 # $UPGRADE_NS gets Kata, and every PolicyServer serving policies may read
 # what they read. A shown output must be the one README.md shows.
 upgrade_follow() {
-  local section=$1 what=$2 i cmd n=0 gaps="" denied="" class diff
+  local section=$1 what=$2 i cmd n=0 gaps="" denied="" class diff access
   readme_section "$section"
   for i in "${!SECTION_CMDS[@]}"; do
     cmd=${SECTION_CMDS[i]}
@@ -84,7 +85,7 @@ upgrade_follow() {
     README_DIR=$UPGRADE_DIR readme_run "$cmd"
     CMD=$cmd
     if ((RC != 0)); then
-      fail "$what: README.md's \`$(one_line "$cmd")\`: exit $RC: $(one_line "$OUT")"
+      fail "$what: README.md's \`$(one_line "$cmd")\`: exit $RC: $(one_line "$OUT")${gaps:+; before it, a pod without Kata$gaps}${denied:+; before it, access lost$denied}"
       return
     fi
     if [[ -n ${SECTION_SHOWN[i]} ]] && ! diff=$(readme_output_is "${SECTION_SHOWN[i]}" "$OUT"); then
@@ -93,7 +94,8 @@ upgrade_follow() {
     fi
     if [[ $cmd == "kubectl delete "* ]]; then controller_sync drop; fi
     n=$((n + 1))
-    class=$(upgrade_probe "$what-$n")
+    upgrade_probe "$what-$n"
+    class=$PROBE_CLASS
     [[ $class == kata ]] || gaps+=" after \`$(one_line "$cmd")\`: class '$class' ($(one_line "$PROBE_OUT"));"
     access=$(upgrade_access)
     [[ -z $access ]] || denied+=" after \`$(one_line "$cmd")\`:$access"
@@ -152,7 +154,8 @@ EOF
     sleep 0.3
   done
   before=$(upgrade_policies)
-  class=$(upgrade_probe v010)
+  upgrade_probe v010
+  class=$PROBE_CLASS
   if [[ $before == "kata-runtime-dry-run@default@v0.1.0 kata-runtime@default@v0.1.0" && $class == kata &&
     $(controller_served default) == "kata-runtime kata-runtime-dry-run" ]]; then
     pass "0.1.0 as installed: $before, and its module gives a pod Kata"
