@@ -1397,7 +1397,7 @@ else
 fi
 readme_cmd "kubectl create --dry-run=client -o json -f tests/cluster/pods/plain.yaml "
 README_DIR=$TRY_DIR readme_run "$CMD"
-wrapped=$RC:$(jq -c '[.kind.kind, .operation, .namespace, .object.metadata.name] | join(" ")' "$TRY_DIR/request.json" 2>&1)
+wrapped=$RC:$(jq -c '[.kind.kind, .operation, .namespace, .object.metadata.name] | join(" ")' "$TRY_DIR/request.json" 2>&1 || true)
 readme_cmd "kwctl run --allow-context-aware --request-path request.json"
 README_DIR=$TRY_DIR readme_run "$CMD"
 verdict=$(try_verdict)

@@ -51,6 +51,20 @@ upgrade_policies() {
 # policies kata-runtime-policy's policy-server then served.
 declare -A PROBE_AFTER=() PROBE_SERVED=()
 
+# upgrade_bindings: the bindings of kata-runtime-policy-reader,
+# "name=namespace:account,…" each, sorted.
+upgrade_bindings() {
+  k get clusterrolebindings -o json | jq -r '[.items[] | select(.roleRef.name == "kata-runtime-policy-reader")
+    | "\(.metadata.name)=\([.subjects[]? | "\(.namespace):\(.name)"] | join(","))"] | sort | join(" ")'
+}
+
+# upgrade_webhooks: Kubewarden's mutating webhook configurations,
+# "name@the policy-server it calls" each, sorted.
+upgrade_webhooks() {
+  k get mutatingwebhookconfigurations -l app.kubernetes.io/part-of=kubewarden -o json |
+    jq -r '[.items[] | "\(.metadata.name)@\(.webhooks[0].clientConfig.url | sub("/validate/.*"; ""))"] | sort | join(" ")'
+}
+
 # upgrade_access: for each PolicyServer that serves policies, whether its
 # account may still read what they read (list nodes, get RuntimeClasses);
 # "" when all may, else what is missing. Its running policy-server would
@@ -179,10 +193,8 @@ EOF
   upgrade_follow "Upgrade from 0.1.0" upgrade
   after=$(upgrade_policies)
   version=${CURRENT_MODULE##*:}
-  bindings=$(k get clusterrolebindings -o json | jq -r '[.items[] | select(.roleRef.name == "kata-runtime-policy-reader")
-    | "\(.metadata.name)=\([.subjects[]? | "\(.namespace):\(.name)"] | join(","))"] | sort | join(" ")')
-  webhooks=$(k get mutatingwebhookconfigurations -l app.kubernetes.io/part-of=kubewarden -o json |
-    jq -r '[.items[] | "\(.metadata.name)@\(.webhooks[0].clientConfig.url | sub("/validate/.*"; ""))"] | sort | join(" ")')
+  bindings=$(upgrade_bindings)
+  webhooks=$(upgrade_webhooks)
   at=${PS_AT[kata-runtime-policy]:-none}
   if [[ $after == "kata-runtime-dry-run@kata-runtime-policy@$version kata-runtime@kata-runtime-policy@$version" &&
     $(controller_served default) == "" && $(controller_served kata-runtime-policy) == "kata-runtime kata-runtime-dry-run" &&
@@ -211,10 +223,14 @@ EOF
 
   upgrade_follow "Roll back to 0.1.0" rollback
   after=$(upgrade_policies)
+  bindings=$(upgrade_bindings)
+  webhooks=$(upgrade_webhooks)
+  at=${PS_AT[default]:-none}
   if [[ $after == "kata-runtime@default@v0.1.0" && $(controller_served default) == "kata-runtime" &&
-    $(controller_served kata-runtime-policy) == "" ]]; then
-    pass "roll back: kata-runtime on the default PolicyServer with 0.1.0's module, as saved before the upgrade, and nothing on kata-runtime-policy"
+    $(controller_served kata-runtime-policy) == "" && $webhooks == "clusterwide-kata-runtime@$at" &&
+    $bindings == *"kata-runtime-policy-reader-0-1=$KW_NAMESPACE:policy-server"* ]]; then
+    pass "roll back: kata-runtime on the default PolicyServer with 0.1.0's module, as saved before the upgrade, its webhook calling it, its account bound ($bindings); nothing on kata-runtime-policy"
   else
-    fail "roll back: policies $after; default serves '$(controller_served default)', kata-runtime-policy '$(controller_served kata-runtime-policy)'"
+    fail "roll back: policies $after; default serves '$(controller_served default)', kata-runtime-policy '$(controller_served kata-runtime-policy)'; bindings $bindings; webhooks $webhooks (default at $at)"
   fi
 fi
