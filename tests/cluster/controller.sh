@@ -2,8 +2,9 @@
 # ClusterAdmissionPolicies, for the suite's upgrade path (upgrade.sh), where
 # README.md's own commands create, delete and replace policies on two
 # PolicyServers. There is no controller binary here: controller_sync does
-# its part whenever it is called, from the objects in the API server, by its
-# rules (kubewarden-controller 1.36):
+# its part when it is called (upgrade.sh calls it where README.md waits, and
+# on deletions), from the objects in the API server, by its rules
+# (kubewarden-controller 1.36):
 # - each PolicyServer runs one policy-server as its spec.serviceAccountName,
 #   serving the ClusterAdmissionPolicies whose spec.policyServer names it;
 #   when that set changes, a new policy-server starts, the webhooks move to

@@ -2,9 +2,11 @@
 # 0.1.0" and "Roll back to 0.1.0", every command as written and in order, on
 # a cluster set up as 0.1.0's README set it up (its examples, from the commit
 # released as 0.1.0, and its module, built from that commit). The Kubewarden
-# controller's part is controller.sh's. After every command a new pod must
-# get Kata: at no step is Pod creation without a protect policy. Sourced by
-# run.sh at its end, after every other policy is gone.
+# controller's part is controller.sh's, played where README.md waits for it.
+# After every command a new pod must get Kata (at no step is Pod creation
+# without a protect policy), and every PolicyServer that serves policies
+# must still be allowed to read what they read. Sourced by run.sh at its
+# end, after every other policy is gone.
 
 # The commit released as 0.1.0 (CHANGELOG.md, "[0.1.0] - 2026-11-29").
 V010_COMMIT=4cbcb661f289905dc28873976706f17648fcdb91
