@@ -33,13 +33,12 @@ v010_module() {
     die "0.1.0's policy: kwctl annotate failed: $out"
 }
 
-# upgrade_probe NAME: a plain pod NAME in $UPGRADE_NS; its class in
-# PROBE_CLASS ("" none, "missing" when not created), kubectl's output in
-# PROBE_OUT.
+# upgrade_probe NAME: a plain pod NAME in $UPGRADE_NS (run.sh's in_rollout
+# and rollout_class); its class in PROBE_CLASS ("" none, "missing" when not
+# created), kubectl's output in PROBE_OUT.
 upgrade_probe() {
-  PROBE_OUT=$(manifest_json tests/cluster/pods/plain.yaml | jq -c --arg n "$1" '.metadata.name = $n' |
-    k -n $UPGRADE_NS create -f - 2>&1) || true
-  PROBE_CLASS=$(k -n $UPGRADE_NS get pod "$1" -o jsonpath='{.spec.runtimeClassName}' 2>/dev/null || echo missing)
+  PROBE_OUT=$(in_rollout $UPGRADE_NS "$1")
+  PROBE_CLASS=$(rollout_class $UPGRADE_NS "$1")
 }
 
 # upgrade_policies: the ClusterAdmissionPolicies, "name@policyServer@module"
