@@ -67,53 +67,10 @@ pub fn value(decision: &Decision) -> Option<String> {
     Some(bounded(verdict, &decision.reasons()))
 }
 
-/// `start` then the reasons, at most [`MAX_VALUE_BYTES`] in all: whole
-/// reasons are kept from the first, then `; and N more` says how many were
-/// left out; a first reason too long on its own is cut on a character
-/// boundary and marked with `...`. Reasons are never split.
+/// `start` then the reasons, at most [`MAX_VALUE_BYTES`] in all
+/// ([`Reasons::bounded`]: whole reasons, then `; and N more`).
 pub fn bounded(start: &str, reasons: &Reasons) -> String {
-    let reasons = &reasons.0;
-    let mut out = String::with_capacity(MAX_VALUE_BYTES);
-    out.push_str(start);
-    for (i, reason) in reasons.iter().enumerate() {
-        let separator = if i == 0 { "" } else { "; " };
-        // Room is kept for the count of the reasons after this one, so that
-        // stopping at the next one always fits.
-        let after = reasons.len() - i - 1;
-        if out.len() + separator.len() + reason.len() + more(after).len() <= MAX_VALUE_BYTES {
-            out.push_str(separator);
-            out.push_str(reason);
-            continue;
-        }
-        if i == 0 {
-            let tail = more(after);
-            let room = MAX_VALUE_BYTES.saturating_sub(out.len() + tail.len() + "...".len());
-            out.push_str(cut(reason, room));
-            out.push_str("...");
-            out.push_str(&tail);
-            return out;
-        }
-        out.push_str(&more(reasons.len() - i));
-        return out;
-    }
-    out
-}
-
-fn more(left_out: usize) -> String {
-    match left_out {
-        0 => String::new(),
-        n => format!("; and {n} more"),
-    }
-}
-
-/// The longest start of `text` of at most `max` bytes that ends on a
-/// character boundary.
-fn cut(text: &str, max: usize) -> &str {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.get(..end).unwrap_or_default()
+    reasons.bounded(start, MAX_VALUE_BYTES)
 }
 
 /// `Ok` when the pod's `annotations`, with the decision annotation set to

@@ -156,7 +156,7 @@ pub fn decide(
 fn classes_for<'s>(pod: &PodFacts, settings: &'s Settings) -> Vec<&'s str> {
     let routes = &settings.runtime_classes_by_resource;
     if !routes.is_empty() {
-        let names = pod.resources.names();
+        let names = pod.resources.nonzero_names();
         if let Some(route) = routes
             .iter()
             .find(|r| names.iter().any(|n| r.resources.contains(n)))
@@ -213,7 +213,9 @@ fn judge_classes(
 
 /// No class can be given: the outcome setting of the cause (a lookup
 /// failure, which ends the search, else no feasible node), and every
-/// class's reasons, each led by its class when there are several.
+/// class's reasons, each led by its class when there are several or when
+/// the one class is not `runtimeClassName` (a routed pod is told which
+/// class it was judged for).
 fn none_can_run(settings: &Settings, failed: Vec<(String, NoKata)>) -> Decision {
     let lookup = failed
         .iter()
@@ -223,20 +225,26 @@ fn none_can_run(settings: &Settings, failed: Vec<(String, NoKata)>) -> Decision 
         false => (settings.no_feasible_node, Cause::NoFeasibleNode),
     };
     let reasons = match <[_; 1]>::try_from(failed) {
-        Ok([(_, no)]) => no.reasons,
-        Err(failed) => Reasons(
-            failed
-                .into_iter()
-                .flat_map(|(class, no)| {
-                    no.reasons
-                        .0
-                        .into_iter()
-                        .map(move |r| format!("{class}: {r}"))
-                })
-                .collect(),
-        ),
+        Ok([(class, no)]) if class == settings.runtime_class_name => no.reasons,
+        Ok(failed) => led_by_class(Vec::from(failed)),
+        Err(failed) => led_by_class(failed),
     };
     Decision::not_assigned(outcome, cause, reasons)
+}
+
+/// Each class's reasons, each led by its class.
+fn led_by_class(failed: Vec<(String, NoKata)>) -> Reasons {
+    Reasons(
+        failed
+            .into_iter()
+            .flat_map(|(class, no)| {
+                no.reasons
+                    .0
+                    .into_iter()
+                    .map(move |r| format!("{class}: {r}"))
+            })
+            .collect(),
+    )
 }
 
 /// The pod's own gates, before any host call: a class it names itself, a

@@ -6,6 +6,7 @@
 
 use crate::annotation;
 use crate::pod::PodFacts;
+use crate::printable;
 use crate::request::AdmissionRequest;
 use crate::review::Review;
 
@@ -35,10 +36,13 @@ impl Entry {
         let decision = review.decision.verdict();
         let reasons = review.decision.reasons();
         Entry {
-            namespace: printable(&namespace),
-            pod: printable(&name),
+            namespace: printable(&namespace, MAX_NAMESPACE_BYTES),
+            pod: printable(&name, MAX_NAME_BYTES),
             decision,
-            summary: printable(&annotation::bounded(&format!("{decision}: "), &reasons)),
+            summary: printable(
+                &annotation::bounded(&format!("{decision}: "), &reasons),
+                MAX_SUMMARY_BYTES,
+            ),
         }
     }
 
@@ -49,19 +53,19 @@ impl Entry {
     }
 }
 
-/// `text` on one line: control characters (a tenant's pod reaches the
-/// policy before the API server validates it) escaped, so that one
-/// admission is one log line.
-fn printable(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_string();
-    }
-    text.chars()
-        .map(|c| match c.is_control() {
-            true => c.escape_default().to_string(),
-            false => c.to_string(),
-        })
-        .collect()
+/// The longest pod name the API server accepts (a DNS subdomain), and the
+/// longest namespace (a DNS label): a valid name is never cut.
+const MAX_NAME_BYTES: usize = 253;
+const MAX_NAMESPACE_BYTES: usize = 63;
+/// The summary is the annotation's value (at most 512 bytes), escaped.
+const MAX_SUMMARY_BYTES: usize = 1024;
+
+/// `text` on one line and bounded: control characters, line separators and
+/// bidirectional controls escaped (a tenant's pod reaches the policy before
+/// the API server validates it), so that one admission is one log line of
+/// bounded length whatever the pod's name.
+fn printable(text: &str, max: usize) -> String {
+    printable::bounded(&printable::escaped(text), max).into_owned()
 }
 
 #[cfg(test)]
@@ -109,5 +113,32 @@ mod tests {
             message,
             r"x\r\ny/a\nb: unchanged: path /var/run/\nfake: line"
         );
+    }
+
+    #[test]
+    fn a_line_is_bounded_whatever_the_pod_name() {
+        let name = "n".repeat(1_000_000);
+        let pod = PodFacts::from_json(
+            &serde_json::json!({"metadata": {"name": name, "namespace": "\u{2028}".repeat(5000)},
+                "spec": {}})
+            .to_string(),
+        )
+        .unwrap();
+        let request: AdmissionRequest = serde_json::from_str(r#"{"kind":{"kind":"Pod"}}"#).unwrap();
+        let review = Review::of(Decision::Unchanged(Unchanged::NotAssigned(Reasons(vec![
+            "r\u{202e}".repeat(400);
+            40
+        ]))));
+        let message = Entry::of(&pod, &request, &review).message();
+        assert!(message.len() <= 63 + 253 + 1024 + 4, "{}", message.len());
+        assert!(!message.chars().any(printable::is_unsafe));
+        // A valid name is never cut.
+        let pod = PodFacts::from_json(
+            &serde_json::json!({"metadata": {"name": "w".repeat(253), "namespace": "t".repeat(63)}, "spec": {}})
+                .to_string(),
+        )
+        .unwrap();
+        let entry = Entry::of(&pod, &request, &review);
+        assert_eq!((entry.pod.len(), entry.namespace.len()), (253, 63));
     }
 }

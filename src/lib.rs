@@ -32,6 +32,7 @@ pub mod labels;
 pub mod mutation;
 pub mod node;
 pub mod pod;
+pub mod printable;
 pub mod quantity;
 pub mod request;
 pub mod resources;

@@ -130,14 +130,17 @@ pub struct PodResources {
 
 impl PodResources {
     /// Every resource a container, init container or sidecar requests or
-    /// limits, and the pod-level ones.
-    pub fn names(&self) -> std::collections::BTreeSet<&str> {
+    /// limits with a non-zero quantity, and the pod-level ones. A zero
+    /// (`nvidia.com/pgpu: "0"`, as Helm charts render an unused GPU) asks
+    /// for nothing: the scheduler's fit skips it, and so does routing.
+    pub fn nonzero_names(&self) -> std::collections::BTreeSet<&str> {
         let containers = (self.containers.iter())
             .chain(self.init_containers.iter().map(|(c, _)| c))
             .chain(std::iter::once(&self.pod_level));
         containers
-            .flat_map(|c| c.requests.keys().chain(c.limits.keys()))
-            .map(String::as_str)
+            .flat_map(|c| c.requests.iter().chain(c.limits.iter()))
+            .filter(|(_, q)| !q.is_zero())
+            .map(|(name, _)| name.as_str())
             .collect()
     }
 

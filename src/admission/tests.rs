@@ -1072,6 +1072,14 @@ fn node_name_pods_are_judged_on_their_node_only() {
         "kata runtime not assigned: the pod is bound to node \"master\" (spec.nodeName): \
          \"master\" is not a kata node (it does not match kataNodeSelector \"katacontainers.io/kata-runtime=true\")"
     );
+    // An answer for another node says nothing about the one named.
+    let mut mixed_up = seed_cluster();
+    mixed_up.reads = vec![("worker-1", Ok(Some(worker("worker-2"))))];
+    assert_eq!(
+        leave_text(&decide_payload(&bound("worker-1"), &mixed_up)),
+        "kata runtime not assigned: the pod is bound to node \"worker-1\" (spec.nodeName): \
+         \"worker-1\" was answered with node \"worker-2\""
+    );
     // Bound to a kata node that fails for another reason: the scheduler-style diagnosis.
     let wrong_zone = pod_request(
         json!({"containers": containers(), "nodeName": "worker-1", "nodeSelector": {"zone": "z"}}),

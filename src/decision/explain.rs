@@ -10,18 +10,68 @@ pub const NOT_ASSIGNED: &str = "kata runtime not assigned: ";
 /// How many gates the note names; the rest are counted.
 const GATES_NAMED: usize = 3;
 
+/// The longest explanation, in bytes: the refusal's message and the audit
+/// reason. Findings grow with the pod (one per hostPath socket), and the
+/// pod is the tenant's: 16,000 sockets would otherwise make megabytes of
+/// message and of audit log. Dozens of whole findings fit.
+pub const MAX_EXPLANATION_BYTES: usize = 4096;
+
 impl Reasons {
-    /// The reasons as one sentence.
-    pub fn joined(&self) -> String {
-        self.0.join("; ")
+    /// `start` then the reasons, at most `max` bytes in all: whole reasons
+    /// are kept from the first, then `; and N more` says how many were left
+    /// out; a first reason too long on its own is cut on a character
+    /// boundary and marked with `...`. Reasons are never split.
+    pub fn bounded(&self, start: &str, max: usize) -> String {
+        let reasons = &self.0;
+        let mut out = String::with_capacity(max.min(start.len() + 64));
+        out.push_str(start);
+        for (i, reason) in reasons.iter().enumerate() {
+            let separator = if i == 0 { "" } else { "; " };
+            // Room is kept for the count of the reasons after this one, so
+            // that stopping at the next one always fits.
+            let after = reasons.len() - i - 1;
+            if out.len() + separator.len() + reason.len() + more(after).len() <= max {
+                out.push_str(separator);
+                out.push_str(reason);
+                continue;
+            }
+            if i == 0 {
+                let tail = more(after);
+                let room = max.saturating_sub(out.len() + tail.len() + "...".len());
+                out.push_str(cut(reason, room));
+                out.push_str("...");
+                out.push_str(&tail);
+                return out;
+            }
+            out.push_str(&more(reasons.len() - i));
+            return out;
+        }
+        out
     }
+}
+
+fn more(left_out: usize) -> String {
+    match left_out {
+        0 => String::new(),
+        n => format!("; and {n} more"),
+    }
+}
+
+/// The longest start of `text` of at most `max` bytes that ends on a
+/// character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default()
 }
 
 /// `kata-clh: 0/2 kata nodes can run this pod: …; kata-fc: …`: each class
 /// passed over and why.
 fn passed_over(passed: &[(String, Reasons)]) -> String {
     let each: Vec<String> = (passed.iter())
-        .map(|(class, reasons)| format!("{class}: {}", reasons.joined()))
+        .map(|(class, reasons)| format!("{class}: {}", reasons.bounded("", MAX_EXPLANATION_BYTES)))
         .collect();
     each.join("; ")
 }
@@ -75,22 +125,24 @@ impl Decision {
                 format!("pod already sets runtimeClassName {class:?}; left unchanged")
             }
             Decision::Unchanged(Unchanged::NotAssigned(reasons)) => {
-                format!("{NOT_ASSIGNED}{}", reasons.joined())
+                reasons.bounded(NOT_ASSIGNED, MAX_EXPLANATION_BYTES)
             }
             // A refusal says that Kata is required, and by which setting.
-            Decision::Reject(Refusal::NotAssigned(cause, reasons)) => format!(
-                "kata runtime required ({}: reject), and not assigned: {}",
-                cause.setting(),
-                reasons.joined()
+            Decision::Reject(Refusal::NotAssigned(cause, reasons)) => reasons.bounded(
+                &format!(
+                    "kata runtime required ({}: reject), and not assigned: ",
+                    cause.setting()
+                ),
+                MAX_EXPLANATION_BYTES,
             ),
             Decision::Reject(Refusal::BadRequest(why) | Refusal::Internal(why)) => why.clone(),
             Decision::Reject(Refusal::NotAllowed { class, allowed }) => format!(
                 "runtimeClassName {class:?} is not allowed (allowedRuntimeClasses: {})",
                 allowed.join(", ")
             ),
-            Decision::Reject(Refusal::KataRequired(reasons)) => format!(
-                "kata runtime required (incompatiblePod: reject), and not assigned: {}",
-                reasons.joined()
+            Decision::Reject(Refusal::KataRequired(reasons)) => reasons.bounded(
+                "kata runtime required (incompatiblePod: reject), and not assigned: ",
+                MAX_EXPLANATION_BYTES,
             ),
         }
     }

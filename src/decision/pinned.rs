@@ -43,6 +43,12 @@ pub(super) fn judge(
         };
         let node = parse_node(bytes, KeyFilter::Only(&keys))
             .map_err(|e| NoKata::new(Cause::LookupFailure, e))?;
+        // An answer for another node (a proxy or cache that mixed answers
+        // up) says nothing about this one: it does not count.
+        if node.name() != name.as_str() {
+            absent.push(format!("{name:?} was answered with node {:?}", node.name()));
+            continue;
+        }
         if !selector.matches(|key| node.metadata.labels.get(key)) {
             absent.push(format!(
                 "{name:?} is not a kata node (it does not match kataNodeSelector {:?})",

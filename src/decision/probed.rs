@@ -23,7 +23,7 @@ use super::{Cause, NoKata, feasible, list_nodes, no_fit};
 use crate::cluster::{Cluster, NodeMasks};
 use crate::node::{KeyFilter, parse_node};
 use crate::scheduling::{Broken, Constraints, Feasibility, Reason, Unfit};
-use crate::settings::Settings;
+use crate::settings::{NodeSelector, Settings};
 
 /// Candidates that cannot start the pod before the list with the handlers
 /// is read instead: a few GETs cost less than that list at any size.
@@ -37,8 +37,9 @@ pub(super) fn judge(
 ) -> Result<Option<Broken<'static>>, NoKata> {
     let plain = list_nodes(settings, cluster, NodeMasks::Plain)?;
     let mut probe = Probe::default();
+    let selector = &settings.kata_node_selector;
     let scanned = constraints.scan_candidates(&plain, |node| {
-        probe.verify(cluster, constraints, node.name(), masks)
+        probe.verify(cluster, constraints, selector, node.name(), masks)
     });
     match scanned {
         Err(why) => Err(NoKata::new(Cause::LookupFailure, why)),
@@ -66,10 +67,15 @@ struct Probe {
 impl Probe {
     /// Reads the candidate `name` with the handlers and runs every check on
     /// it; `Break` once it can start the pod, or once the list must answer.
+    /// The answer is trusted no more than the list: a node of another name
+    /// (a proxy or cache that mixed answers up) or one that no longer
+    /// matches `kataNodeSelector` (relabelled since the list was cached)
+    /// is a miss, never a fit.
     fn verify(
         &mut self,
         cluster: &impl Cluster,
         constraints: &Constraints,
+        selector: &NodeSelector,
         name: &str,
         masks: NodeMasks,
     ) -> ControlFlow<()> {
@@ -83,6 +89,9 @@ impl Probe {
         let Ok(node) = parse_node(&bytes, KeyFilter::All) else {
             return ControlFlow::Break(());
         };
+        if node.name() != name || !selector.matches(|key| node.metadata.labels.get(key)) {
+            return self.miss();
+        }
         match constraints.check(&node) {
             Ok(()) => {
                 self.fits = true;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::facts::*;
 use super::paths::is_within;
+use crate::printable::quoted_if_unsafe;
 use crate::resources::ResourceNames;
 
 /// Counts the rules' steps in tests, so that a test can check that the
@@ -174,13 +175,14 @@ pub(super) fn host_sockets(
 ) {
     host_path_uses(lookups, |volume, host_path, container| {
         let path = &host_path.path;
+        let shown = quoted_if_unsafe(path);
         let what = if host_path.kind == "Socket" || is_socket_name(path) {
-            format!("host socket {path}")
+            format!("host socket {shown}")
         } else if let Some(dir) = socket_paths.iter().find(|dir| is_within(path, dir)) {
             if path == dir.as_ref() {
-                format!("host socket path {path} (in hostSocketPaths)")
+                format!("host socket path {shown} (in hostSocketPaths)")
             } else {
-                format!("host socket path {path} (under {dir})")
+                format!("host socket path {shown} (under {dir})")
             }
         } else {
             return;
@@ -204,7 +206,7 @@ pub(super) fn host_devices(lookups: &Lookups, add: &mut impl FnMut(String)) {
         let device = host_path.kind == "CharDevice"
             || (host_path.kind != "BlockDevice" && is_within(path, "/dev"));
         if device {
-            let what = format!("host device path {path}");
+            let what = format!("host device path {}", quoted_if_unsafe(path));
             add(format!(
                 "{}, but Kata gives it the VM's device node, not the host's",
                 describe(container, volume, &what)
@@ -234,7 +236,7 @@ pub(super) fn mount_propagation(lookups: &Lookups, add: &mut impl FnMut(String))
                     "{} mounts hostPath volume {:?} ({}) with mountPropagation {mode}, which does not cross the Kata VM boundary",
                     c.label(),
                     m.volume,
-                    host_path.path
+                    quoted_if_unsafe(&host_path.path)
                 ));
             }
         }
@@ -469,8 +471,9 @@ pub(super) fn memory_empty_dir_limit(pod: &RuntimeFacts, add: &mut impl FnMut(St
     for v in &pod.volumes {
         if let Some(limit) = &v.memory_size_limit {
             add(format!(
-                "emptyDir volume {:?} has medium Memory with sizeLimit {limit}, which Kata does not enforce",
-                v.name
+                "emptyDir volume {:?} has medium Memory with sizeLimit {}, which Kata does not enforce",
+                v.name,
+                quoted_if_unsafe(limit)
             ));
         }
     }

@@ -955,3 +955,51 @@ fn work_is_linear_in_the_pod() {
         );
     }
 }
+
+#[test]
+fn a_hostile_path_is_escaped_so_that_the_warning_is_not_dropped() {
+    // apimachinery's NewWarningHeader refuses a warning with a control
+    // character: a raw newline would make the user see nothing.
+    let path = "/run/a\nb\u{1b}[2J\u{2028}\u{202e}.sock";
+    let socket = enabled(host_path_pod(path, None), &["hostSockets"]);
+    assert_eq!(
+        socket,
+        [
+            r#"container "agent" mounts host socket "/run/a\nb\u{1b}[2J\u{2028}\u{202e}.sock" (hostPath volume "v"), which a Kata VM cannot reach (skipPodsUsing: hostSockets)"#
+        ]
+    );
+    let device = enabled(host_path_pod("/dev/x\ty", None), &["hostDevices"]);
+    assert_eq!(
+        device,
+        [
+            r#"container "agent" mounts host device path "/dev/x\ty" (hostPath volume "v"), but Kata gives it the VM's device node, not the host's (skipPodsUsing: hostDevices)"#
+        ]
+    );
+    let spec = json!({
+        "containers": [container("csi", json!({"volumeMounts": [
+            {"name": "v", "mountPath": "/k", "mountPropagation": "Bidirectional"}]}))],
+        "volumes": [{"name": "v", "hostPath": {"path": "/var/lib/k\r\nubelet"}}]
+    });
+    let propagation = enabled(spec, &["mountPropagation"]);
+    assert_eq!(
+        propagation,
+        [
+            r#"container "csi" mounts hostPath volume "v" ("/var/lib/k\r\nubelet") with mountPropagation Bidirectional, which does not cross the Kata VM boundary (skipPodsUsing: mountPropagation)"#
+        ]
+    );
+    let spec = json!({"containers": [container("app", json!({}))],
+        "volumes": [{"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi\u{2029}"}}]});
+    let memory = enabled(spec, &["memoryEmptyDirLimit"]);
+    assert_eq!(memory.len(), 1, "{memory:?}");
+    for finding in socket
+        .iter()
+        .chain(&device)
+        .chain(&propagation)
+        .chain(&memory)
+    {
+        assert!(
+            !finding.chars().any(crate::printable::is_unsafe),
+            "{finding}"
+        );
+    }
+}

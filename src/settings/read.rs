@@ -23,6 +23,9 @@ struct Draft {
     skip_host_namespaces: Option<bool>,
     restrict_classes: Option<bool>,
     listed_classes: Option<Vec<String>>,
+    /// `runtimeClassName` was given and refused: the default in its place
+    /// is no class the user named, so nothing is compared with it.
+    class_name_refused: bool,
 }
 
 /// Reads one setting's value into the draft; the error names the setting.
@@ -49,6 +52,7 @@ const fn known(name: &'static str, read: Reader) -> Known {
 /// values as null); `[]` empties it.
 const KNOWN: [Known; 19] = [
     known("runtimeClassName", |d, key, value| {
+        d.class_name_refused = true;
         let name = string(key, value)?;
         if !labels::is_dns_subdomain(&name) {
             return Err(format!(
@@ -56,6 +60,7 @@ const KNOWN: [Known; 19] = [
             ));
         }
         d.settings.runtime_class_name = name;
+        d.class_name_refused = false;
         Ok(())
     }),
     known("fallbackRuntimeClasses", |d, key, value| {
@@ -191,6 +196,7 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
         skip_host_namespaces: None,
         restrict_classes: None,
         listed_classes: None,
+        class_name_refused: false,
     };
     let mut errors = Vec::new();
     let mut known_listed = false;
@@ -219,6 +225,7 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
         skip_host_namespaces,
         restrict_classes,
         listed_classes,
+        class_name_refused,
     } = draft;
     match skipped_features(skip_pods_using, skip_host_namespaces) {
         Ok(set) => settings.skip_pods_using = set,
@@ -228,9 +235,9 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
         Ok(allowed) => settings.allowed_runtime_classes = allowed,
         Err(e) => errors.push(e),
     }
-    if let Some(class) =
-        (settings.fallback_runtime_classes.iter()).find(|c| **c == settings.runtime_class_name)
-    {
+    let duplicate = (settings.fallback_runtime_classes.iter())
+        .find(|c| !class_name_refused && **c == settings.runtime_class_name);
+    if let Some(class) = duplicate {
         errors.push(format!(
             "fallbackRuntimeClasses: {class:?} is runtimeClassName already: list each class once"
         ));

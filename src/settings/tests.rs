@@ -637,4 +637,18 @@ fn several_classes_are_refused_with_the_fix() {
         let err = Settings::from_value(&settings).unwrap_err();
         assert!(err.starts_with(expected), "{settings}: {err}");
     }
+    // A refused runtimeClassName is no class to compare with: its default
+    // ("kata") must not be reported as listed twice.
+    assert_eq!(
+        Settings::from_value(
+            &json!({"runtimeClassName": "Kata", "fallbackRuntimeClasses": ["kata"]})
+        )
+        .unwrap_err(),
+        "runtimeClassName must name a RuntimeClass (a lowercase DNS subdomain such as \"kata-qemu\"), got \"Kata\""
+    );
+    assert_eq!(
+        Settings::from_value(&json!({"runtimeClassName": 7, "fallbackRuntimeClasses": ["kata"]}))
+            .unwrap_err(),
+        "runtimeClassName must be a string, got 7"
+    );
 }

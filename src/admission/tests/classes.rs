@@ -236,12 +236,58 @@ fn a_gpu_pod_takes_its_route_and_never_the_general_classes() {
         &cluster,
     ))
     .to_string();
+    // It names the class it was judged for: not runtimeClassName, so the
+    // user could not tell otherwise.
     assert!(
-        text.starts_with("kata runtime not assigned: 0/3 kata nodes can run this pod"),
+        text.starts_with(
+            "kata runtime not assigned: kata-qemu-nvidia-gpu: 0/3 kata nodes can run this pod"
+        ),
         "{text}"
     );
     assert!(
         !text.contains("kata-clh") && !text.contains("kata-qemu-runtime-rs"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_zero_quantity_of_a_routed_resource_routes_nothing() {
+    let cluster = mixed();
+    // As Helm charts render an unused GPU: the scheduler ignores a zero
+    // request, so the pod runs anywhere and takes the general classes.
+    for resources in [
+        json!({"limits": {"nvidia.com/pgpu": "0"}}),
+        json!({"requests": {"nvidia.com/pgpu": "0"}, "limits": {"nvidia.com/pgpu": "0m"}}),
+    ] {
+        let spec = json!({"containers": [{"name": "app", "image": "app", "resources": resources}],
+            "nodeSelector": {"kubernetes.io/hostname": "amd64-1"}});
+        let d = decide_payload(&with_settings(spec, settings(json!({}))), &cluster);
+        assert_eq!(
+            mutated_spec(&d)["runtimeClassName"],
+            "kata-clh",
+            "{resources}"
+        );
+    }
+    // A non-zero one still routes, in a request or a limit.
+    let spec = json!({"containers": [{"name": "app", "image": "app",
+        "resources": {"limits": {"nvidia.com/pgpu": "1"}}}, {"name": "b", "image": "b",
+        "resources": {"limits": {"nvidia.com/pgpu": "0"}}}]});
+    let d = decide_payload(&with_settings(spec, settings(json!({}))), &cluster);
+    assert_eq!(mutated_spec(&d)["runtimeClassName"], "kata-qemu-nvidia-gpu");
+}
+
+#[test]
+fn a_single_general_class_is_not_named_in_its_reason() {
+    let cluster = mixed();
+    let spec =
+        json!({"containers": containers(), "nodeSelector": {"kubernetes.io/hostname": "none"}});
+    let text = leave_text(&decide_payload(
+        &with_settings(spec, json!({"runtimeClassName": "kata-clh"})),
+        &cluster,
+    ))
+    .to_string();
+    assert!(
+        text.starts_with("kata runtime not assigned: 0/3 kata nodes can run this pod"),
         "{text}"
     );
 }

@@ -517,3 +517,32 @@ fn hostile_handler_lists_never_trap_and_never_vouch_for_a_node() {
         }
     }
 }
+
+#[test]
+fn a_read_by_name_is_trusted_no_more_than_the_list() {
+    // The list says kata-1's runtime never loaded Kata. A read by name that
+    // answers with another node, or with kata-1 relabelled out of
+    // kataNodeSelector since the list was cached, must not make it a fit.
+    let mut other = reporting("kata-other", Some(kata_deploy_handlers(false)));
+    let mut relabelled = reporting("kata-1", Some(kata_deploy_handlers(false)));
+    relabelled["metadata"]["labels"]["katacontainers.io/kata-runtime"] = json!("false");
+    for answer in [other.clone(), relabelled] {
+        let mut cluster = qemu_cluster(vec![reporting("kata-1", Some(runc_only()))]);
+        cluster.reads = vec![("kata-1", Ok(Some(answer.clone())))];
+        let text = leave_text(&decide_payload(&plain(), &cluster)).to_string();
+        assert!(
+            text.contains("1 node(s) do not report runtime handler \"kata-qemu\""),
+            "{answer}: {text}"
+        );
+        assert_eq!(node_queries(&cluster), [LIST, "Node kata-1", LIST]);
+    }
+    // The same answers for a node that can start the pod: still a fit,
+    // from the list.
+    other["metadata"]["name"] = json!("kata-x");
+    let mut cluster = qemu_cluster(vec![reporting("kata-1", Some(kata_deploy_handlers(false)))]);
+    cluster.reads = vec![("kata-1", Ok(Some(other)))];
+    assert!(matches!(
+        decide_payload(&plain(), &cluster),
+        Seen::Mutate { warn: false, .. }
+    ));
+}

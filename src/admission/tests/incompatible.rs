@@ -94,3 +94,50 @@ fn the_refusal_survives_the_warning_cut() {
             .ends_with("(skipPodsUsing: hostSockets)")
     );
 }
+
+/// A pod with `n` hostPath sockets, each mounted by its one container.
+fn many_sockets(n: usize) -> Value {
+    let mounts: Vec<Value> = (0..n)
+        .map(|i| json!({"name": format!("s{i}"), "mountPath": format!("/s/{i}")}))
+        .collect();
+    let volumes: Vec<Value> = (0..n)
+        .map(|i| json!({"name": format!("s{i}"), "hostPath": {"path": format!("/run/app-{i}.sock")}}))
+        .collect();
+    json!({"containers": [{"name": "agent", "image": "a", "volumeMounts": mounts}], "volumes": volumes})
+}
+
+#[test]
+fn the_message_and_the_audit_reason_stay_bounded_whatever_the_pod() {
+    use crate::decision::explain::MAX_EXPLANATION_BYTES;
+    // 16,000 sockets once gave 2.3 MB of audit reason and 2.2 MB of message.
+    for settings in [reject(), json!({}), json!({"annotateDecision": true})] {
+        let payload = with_settings(many_sockets(16_000), settings.clone());
+        let rendered: Value =
+            serde_json::from_slice(&crate::response::render(review(&payload, &seed_cluster())))
+                .unwrap();
+        let reason = rendered["audit_annotations"]["reason"].as_str().unwrap();
+        assert!(
+            reason.len() <= MAX_EXPLANATION_BYTES,
+            "{settings}: {}",
+            reason.len()
+        );
+        // Whole findings, then how many were left out.
+        assert!(reason.ends_with(" more"), "{reason}");
+        let kept = reason.matches("which a Kata VM cannot reach").count();
+        assert!(kept > 10, "{kept}");
+        assert!(
+            reason.contains(&format!("; and {} more", 16_000 - kept)),
+            "{settings}: {kept} kept: {reason}"
+        );
+        if let Some(message) = rendered["message"].as_str() {
+            assert_eq!(message, reason, "a refusal's message is its reason");
+        }
+    }
+    // A handful of findings are all there, as before.
+    let d = decide_payload(&with_settings(many_sockets(3), reject()), &seed_cluster());
+    let Seen::Reject { explanation, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert_eq!(explanation.matches("/run/app-").count(), 3);
+    assert!(!explanation.contains("more"));
+}
