@@ -98,6 +98,13 @@ e2e-tests-kwctl: policy.wasm
 e2e-cluster: policy.wasm
 	tests/cluster/run.sh
 
+# A silent API connection between policy-server and the API server, for
+# real: admissions keep being decided (tests/cluster/faults.sh, through
+# tests/cluster/faultproxy.py; skips, saying which binary is missing).
+.PHONY: e2e-faults
+e2e-faults: policy.wasm
+	tests/cluster/faults.sh
+
 # e2e.bats with the project's own runner instead of kwctl.
 .PHONY: e2e-tests-local
 e2e-tests-local: policy.wasm $(KWRUN)
@@ -164,7 +171,7 @@ demo: setup policy.wasm $(KWRUN)
 
 # Everything CI runs, from a fresh machine.
 .PHONY: check
-check: setup lint docs-check test e2e-tests-local e2e-tests-kwctl e2e-cluster fuzz-smoke
+check: setup lint docs-check test e2e-tests-local e2e-tests-kwctl e2e-cluster e2e-faults fuzz-smoke
 
 .PHONY: clean
 clean:

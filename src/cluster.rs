@@ -320,13 +320,22 @@ pub trait Cluster {
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError>;
 }
 
+/// Every one-shot read (`get_resource`, `can_i`) skips policy-server's
+/// cache. That cache is one mutex per kind of call, held across the API
+/// request (policy-evaluator's `#[cached(sync_writes = "default")]`), and
+/// kube-rs waits 295 s for an answer on a connection that went silent: one
+/// read stuck there stalls every admission's reads for five minutes.
+/// Uncached, a stuck read stalls its own admission only (RELIABILITY.md,
+/// "A silent API connection"). The price is one API request per read.
+pub const DISABLE_CACHE: bool = true;
+
 pub fn runtime_class_request(name: &str) -> GetResourceRequest {
     GetResourceRequest {
         api_version: "node.k8s.io/v1".to_string(),
         kind: "RuntimeClass".to_string(),
         name: name.to_string(),
         namespace: None,
-        disable_cache: false,
+        disable_cache: DISABLE_CACHE,
         field_masks: None,
     }
 }
@@ -337,7 +346,7 @@ pub fn node_request(name: &str, masks: NodeMasks) -> GetResourceRequest {
         kind: "Node".to_string(),
         name: name.to_string(),
         namespace: None,
-        disable_cache: false,
+        disable_cache: DISABLE_CACHE,
         field_masks: Some(masks.fields().iter().map(|m| m.to_string()).collect()),
     }
 }
@@ -367,7 +376,7 @@ pub fn object_request(kind: VolumeKind, namespace: Option<&str>, name: &str) -> 
         kind: kind.kind().to_string(),
         name: name.to_string(),
         namespace: namespace.map(str::to_string),
-        disable_cache: false,
+        disable_cache: DISABLE_CACHE,
         field_masks: kind
             .field_masks()
             .map(|masks| masks.iter().map(|m| m.to_string()).collect()),
@@ -406,7 +415,7 @@ pub fn access_request(subject: &Subject, verb: &str, resource: Resource) -> CanI
             },
             user: subject.user.to_string(),
         },
-        disable_cache: false,
+        disable_cache: DISABLE_CACHE,
     }
 }
 
@@ -541,7 +550,7 @@ mod tests {
         assert_eq!(
             rc,
             serde_json::json!({"api_version": "node.k8s.io/v1", "kind": "RuntimeClass", "name": "kata",
-                "namespace": null, "disable_cache": false, "field_masks": null})
+                "namespace": null, "disable_cache": true, "field_masks": null})
         );
     }
 
@@ -599,7 +608,7 @@ mod tests {
             serde_json::json!({"subject_access_review": {"groups": ["system:serviceaccounts"],
                 "resource_attributes": {"group": "", "name": null, "namespace": null, "resource": "nodes",
                     "subresource": null, "verb": "watch", "version": null},
-                "user": "system:serviceaccount:kubewarden:policy-server"}, "disable_cache": false})
+                "user": "system:serviceaccount:kubewarden:policy-server"}, "disable_cache": true})
         );
         assert_eq!(
             parse_access(br#"{"allowed":true,"reason":"RBAC: allowed by ClusterRoleBinding"}"#),

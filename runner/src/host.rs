@@ -286,8 +286,8 @@ mod tests {
         "/../test_data/sessions/forbidden.yml"
     );
 
-    const GET_RUNTIME_CLASS: &str = r#"{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":"kata","namespace":null,"disable_cache":false,"field_masks":null}"#;
-    const CAN_I: &str = r#"{"subject_access_review":{"groups":["system:serviceaccounts","system:serviceaccounts:kubewarden","system:authenticated"],"resource_attributes":{"group":"","name":null,"namespace":null,"resource":"nodes","subresource":null,"verb":"VERB","version":null},"user":"system:serviceaccount:kubewarden:policy-server"},"disable_cache":false}"#;
+    const GET_RUNTIME_CLASS: &str = r#"{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":"kata","namespace":null,"disable_cache":true,"field_masks":null}"#;
+    const CAN_I: &str = r#"{"subject_access_review":{"groups":["system:serviceaccounts","system:serviceaccounts:kubewarden","system:authenticated"],"resource_attributes":{"group":"","name":null,"namespace":null,"resource":"nodes","subresource":null,"verb":"VERB","version":null},"user":"system:serviceaccount:kubewarden:policy-server"},"disable_cache":true}"#;
     const LIST_NODES: &str = r#"{"api_version":"v1","kind":"Node","label_selector":"katacontainers.io/kata-runtime=true","field_masks":["spec.unschedulable","spec.taints","status.allocatable"]}"#;
 
     fn call(

@@ -102,7 +102,7 @@ impl CallbackRequest {
                 },
                 user: format!("system:serviceaccount:{NAMESPACE}:policy-server"),
             },
-            disable_cache: false,
+            disable_cache: true,
         }
     }
 
@@ -344,7 +344,7 @@ mod tests {
             kind: "RuntimeClass".into(),
             name: "kata".into(),
             namespace: None,
-            disable_cache: false,
+            disable_cache: true,
             field_masks: None,
         }
     }
@@ -384,7 +384,7 @@ mod tests {
             kind: "Node".into(),
             name: name.into(),
             namespace: None,
-            disable_cache: false,
+            disable_cache: true,
             field_masks: Some(NAMES_MASKS.iter().map(|m| m.to_string()).collect()),
         }
     }

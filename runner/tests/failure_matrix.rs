@@ -306,7 +306,7 @@ fn big_session(nodes: &str) -> Session {
                 kind: "RuntimeClass".into(),
                 name: "kata".into(),
                 namespace: None,
-                disable_cache: false,
+                disable_cache: true,
                 field_masks: None,
             },
             response: Response::Success { payload: rc.into() },
@@ -336,7 +336,7 @@ fn big_session(nodes: &str) -> Session {
                 kind: "Node".into(),
                 name: "node-099999".into(),
                 namespace: None,
-                disable_cache: false,
+                disable_cache: true,
                 field_masks: Some(
                     [
                         "spec.taints",

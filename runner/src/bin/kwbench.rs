@@ -113,7 +113,7 @@ fn runtime_class_request(name: &str) -> CallbackRequest {
         kind: "RuntimeClass".into(),
         name: name.into(),
         namespace: None,
-        disable_cache: false,
+        disable_cache: true,
         field_masks: None,
     }
 }
@@ -139,7 +139,7 @@ fn node_request(name: &str, view: View) -> CallbackRequest {
         kind: "Node".into(),
         name: name.into(),
         namespace: None,
-        disable_cache: false,
+        disable_cache: true,
         field_masks: masks(view),
     }
 }
@@ -290,7 +290,7 @@ fn object_request(
         kind: kind.into(),
         name: name.into(),
         namespace: namespace.map(String::from),
-        disable_cache: false,
+        disable_cache: true,
         field_masks: Some(masks.iter().map(|m| m.to_string()).collect()),
     }
 }
