@@ -293,18 +293,24 @@ bench() { # label policy-id body expected
     "$(awk '{s += $1} END {print s}' "$D/t.conn")" | tee -a "$RESULTS"
 }
 
-# node_gets: how many GETs of a node the API server has answered.
-node_gets() {
-  k get --raw /metrics | awk '/^apiserver_request_total\{/ && /resource="nodes"/ && /verb="GET"/ {s += $NF} END {print s + 0}'
+# api_calls: how many one-shot requests the API server has answered, as
+# "node-GETs runtimeclass-GETs SubjectAccessReviews" (the reads an
+# admission makes past policy-server's watch caches).
+api_calls() {
+  k get --raw /metrics | awk '/^apiserver_request_total\{/ {
+      if (/resource="nodes"/ && /verb="GET"/) n += $NF
+      if (/resource="runtimeclasses"/ && /verb="GET"/) r += $NF
+      if (/resource="subjectaccessreviews"/ && /verb="POST"/) a += $NF }
+    END { print n + 0, r + 0, a + 0 }'
 }
 
 echo
 echo "policy-server, $NODES kata nodes (12 runtimeHandlers each), $WARMUP warm-up + $RUNS timed sequential requests, ms"
 printf '%-34s %8s %8s %8s   %8s %8s %8s  %5s\n' case "total" p10 p90 "server" p10 p90 conns
 bench "off:  plain pod (mutated)" clusterwide-kata-off "$D/plain.json" mutated
-gets=$(node_gets)
+read -r n0 r0 a0 < <(api_calls)
 bench "auto: plain pod (mutated)" clusterwide-kata-auto "$D/plain.json" mutated
-gets=$(($(node_gets) - gets))
+read -r n1 r1 a1 < <(api_calls)
 bench "off:  runtimeClassName set (skip)" clusterwide-kata-off "$D/skip.json" skip
 bench "auto: runtimeClassName set (skip)" clusterwide-kata-auto "$D/skip.json" skip
 bench "off:  fits no node (whole list)" clusterwide-kata-off "$D/nofit.json" skip
@@ -316,5 +322,5 @@ rss_one=$(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status")
 bench "auto: no node has the handler" clusterwide-kata-nowhere "$D/plain.json" skip
 awk '/^off: +plain/ {o += $(NF-6); no++} /^auto: plain/ {a += $(NF-6); na++}
   END {printf "\nauto/off (mean of the two runs'"'"' medians of time_total): %.3f\n", (a / na) / (o / no)}' "$RESULTS"
-echo "API server GETs of a node during the $((WARMUP + RUNS)) auto plain-pod admissions: $gets (policy-server caches a read by name for 5 s)"
+echo "API server requests during the $((WARMUP + RUNS)) auto plain-pod admissions: $((n1 - n0)) node GETs, $((r1 - r0)) RuntimeClass GETs, $((a1 - a0)) SubjectAccessReviews"
 echo "policy-server RSS: $rss_one with the node list off reads (one cache), $(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status") once the k3s case also read the list with the handlers (two caches)"

@@ -133,6 +133,8 @@ use_policy examples/cluster-admission-policy.yaml '{}'
 CAP=$(jq -c --argjson t "$TIMEOUT" '.spec.failurePolicy = "Ignore" | .spec.timeoutSeconds = $t' <<<"$CAP")
 DECISION_KEY=kata-runtime-policy.kubewarden.io/decision
 start_policy_server
+# policy-server's default: a worker per CPU.
+WORKERS=$(nproc)
 register_webhook
 log "cluster ready after $(($(date +%s) - T0)) s"
 
@@ -156,7 +158,8 @@ EOF
       verdict=undecided
     fi
   else
-    verdict=error
+    # Refused: by the policy (a timeout in protect mode) or the API server.
+    verdict="refused ${out//$'\n'/ }"
   fi
   end=$(now_ms)
   echo "$start $end $ns $verdict" >>"$file"
@@ -188,21 +191,28 @@ report() {
   stats=$(sort -n "$file" | awk -v f="$fault" -v slow="$SLOW" '
     { s = ($1 - f) / 1000; d = ($2 - $1) / 1000; n++
       if ($4 == "decided") { dec++; by[$3]++; if (d > max) max = d; if (first == "") first = s }
-      else { und++; if (ufirst == "") ufirst = s; ulast = s } }
+      else { und++; if ($4 == "refused") ref++; if (ufirst == "") ufirst = s; ulast = s } }
     END {
-      printf "%d %d %d %.1f %s %s %s %d %d\n", n, dec + 0, und + 0, max,
+      printf "%d %d %d %.1f %s %s %s %d %d %d\n", n, dec + 0, und + 0, max,
         (first == "" ? "none" : sprintf("%+.1f", first)),
         (ufirst == "" ? "-" : sprintf("%+.1f", ufirst)), (ulast == "" ? "-" : sprintf("%+.1f", ulast)),
-        by["tenant-a"] + 0, by["tenant-b"] + 0 }')
-  local n dec und max first ufirst ulast a b
-  read -r n dec und max first ufirst ulast a b <<<"$stats"
-  echo "# $name: $n admissions in ${WINDOW} s after the fault: $dec decided (tenant-a $a, tenant-b $b; slowest ${max} s), $und undecided (started $ufirst … $ulast s); first decided at $first s; $stuck request(s) silenced"
-  RESULTS+=("$name|$n|$und|$ufirst … $ulast|$first|$max")
+        by["tenant-a"] + 0, by["tenant-b"] + 0, ref + 0 }')
+  local n dec und max first ufirst ulast a b ref
+  read -r n dec und max first ufirst ulast a b ref <<<"$stats"
+  echo "# $name: $n admissions in ${WINDOW} s after the fault: $dec decided (tenant-a $a, tenant-b $b; slowest ${max} s), $und undecided, $ref of them refused (started $ufirst … $ulast s); first decided at $first s; ${SILENT:-?} connection(s) silenced, $stuck request(s) caught on them"
+  RESULTS+=("$name|$n|$und|$ref|$ufirst … $ulast|$first|$max")
+  ((ref == 0)) || grep ' refused ' "$file" | head -2 | cut -c1-300 | sed 's/^/#   /'
   [[ ${ALLOW_STALL:-0} == 1 || $stuck == any ]] && return 0
-  if ((und <= stuck && a > 0 && b > 0)) && awk -v m="$max" -v s="$SLOW" 'BEGIN { exit !(m <= s) }'; then
-    pass "$name: at most the $stuck admission(s) on a silenced connection undecided ($und); both namespaces decided within ${SLOW} s"
+  # A caught read holds its policy-server worker until the API server gives
+  # up on that admission (the webhook's timeout drops the request, and
+  # policy-server's permit with it); with every worker held, the next
+  # admissions wait for one that long.
+  local slow=$SLOW
+  ((stuck < WORKERS)) || slow=$((TIMEOUT + SLOW))
+  if ((und <= stuck && a > 0 && b > 0)) && awk -v m="$max" -v s="$slow" 'BEGIN { exit !(m <= s) }'; then
+    pass "$name: at most the $stuck admission(s) whose read was caught undecided ($und); both namespaces decided, within ${slow} s ($stuck caught, $WORKERS workers)"
   else
-    fail "$name: $und undecided (at most $stuck), decided per namespace $a/$b, slowest ${max} s (at most ${SLOW} s): $(sort -n "$file" | tr '\n' ';')"
+    fail "$name: $und undecided (at most $stuck), decided per namespace $a/$b, slowest ${max} s (at most ${slow} s; $WORKERS workers): $(sort -n "$file" | tr '\n' ';')"
   fi
 }
 
@@ -229,8 +239,12 @@ recover() {
 RESULTS=()
 RECOVERY=()
 scenario() {
-  local name=$1 path=$2 fault file=$D/$1.log stuck
+  local name=$1 path=$2 grow=${3:-0} fault file=$D/${1//[^a-z0-9-]/_}.log stuck i
   warm
+  # GROW admissions at once first: policy-server's client then keeps as
+  # many idle connections, each of which a silence turns into a trap.
+  for ((i = 0; i < grow; i++)); do create "${NAMESPACES[$((i % 2))]}" "$D/grow.$SEQ" & done
+  wait
   sleep 1
   ctl POST "$path" >/dev/null
   fault=$(now_ms)
@@ -239,6 +253,7 @@ scenario() {
   # sent into a connection silenced while open): each one pins the
   # admission that made it.
   stuck=$(ctl GET /stats | jq '[.silenced[] | select(.request != "open" or .swallowed > 0)] | length')
+  SILENT=$(ctl GET /stats | jq '.silenced | length')
   report "$name" "$fault" "$file" "$stuck"
   recover "$name"
 }
@@ -249,6 +264,16 @@ scenario node-read '/arm?action=silence&match=^GET%20/api/v1/nodes/[^/?]%2B'
 scenario access-check '/arm?action=silence&match=^POST%20/apis/authorization\.k8s\.io/v1/subjectaccessreviews'
 scenario open-connections '/silence-open'
 scenario watch '/silence-open?match=watch=true'
+# A busy moment first: as many idle connections as admissions at once.
+scenario busy-pool '/silence-open' 6
+# The same with more policy-server workers than admissions at once
+# (KUBEWARDEN_WORKERS, the PolicyServer's spec.env).
+stop_one policy-server
+WORKERS=8
+KUBEWARDEN_WORKERS=$WORKERS start_policy_server
+scenario "busy-pool, $WORKERS workers" '/silence-open' 6
+stop_one policy-server
+WORKERS=$(nproc)
 
 # The first node list after policy-server starts: its reflector waits for
 # it with no deadline. Out of the policy's reach: printed, and checked to
@@ -259,15 +284,32 @@ start_policy_server
 FIRST=$D/first-list.log
 fault=$(now_ms)
 burst "$FIRST" "$WINDOW"
+SILENT=$(ctl GET /stats | jq '.silenced | length')
 report first-list "$fault" "$FIRST" any
 recover first-list
 
-echo
-echo "| fault | admissions | undecided | undecided started (s after the fault) | first decided | slowest decided (s) |"
-echo "|---|---:|---:|---|---|---:|"
+# What an operator sees: the API server counts each admission it let
+# through without an answer (failurePolicy Ignore).
+undecided=0
 for r in "${RESULTS[@]}"; do
-  IFS='|' read -r a b c d e f <<<"$r"
-  echo "| $a | $b | $c | $d | $e | $f |"
+  IFS='|' read -r _ _ c d _ <<<"$r"
+  undecided=$((undecided + c - d))
+done
+metrics=$(k get --raw /metrics)
+fail_open=$(awk -v w="${WEBHOOK}" '$1 ~ /^apiserver_admission_webhook_fail_open_count\{/ && index($1, "\"" w "\"") { n += $2 } END { print n + 0 }' <<<"$metrics")
+echo "# apiserver_admission_webhook_fail_open_count for $WEBHOOK: $fail_open (admitted undecided in the scenarios: $undecided)"
+if ((fail_open >= undecided)); then
+  pass "the API server counts every undecided admission in apiserver_admission_webhook_fail_open_count ($fail_open >= $undecided)"
+else
+  fail "apiserver_admission_webhook_fail_open_count is $fail_open, fewer than the $undecided undecided admissions"
+fi
+
+echo
+echo "| fault | admissions | undecided | of them refused | undecided started (s after the fault) | first decided | slowest decided (s) |"
+echo "|---|---:|---:|---:|---|---|---:|"
+for r in "${RESULTS[@]}"; do
+  IFS='|' read -r a b c d e f g <<<"$r"
+  echo "| $a | $b | $c | $d | $e | $f | $g |"
 done
 echo
 echo "$PASSED passed, $FAILED failed ($(($(date +%s) - T0)) s)"
