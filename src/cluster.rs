@@ -554,6 +554,40 @@ mod tests {
         );
     }
 
+    /// One read stuck on a silent connection must hold up its own
+    /// admission only: no one-shot read goes through policy-server's
+    /// locked cache.
+    #[test]
+    fn every_one_shot_read_skips_the_shared_cache() {
+        let subject = Subject {
+            user: "u",
+            groups: vec![],
+        };
+        let gets = [
+            runtime_class_request("kata"),
+            node_request("w1", NodeMasks::HandlerNames),
+        ]
+        .into_iter()
+        .chain(
+            [
+                VolumeKind::PersistentVolumeClaim,
+                VolumeKind::PersistentVolume,
+                VolumeKind::StorageClass,
+            ]
+            .map(|kind| object_request(kind, Some("ns"), "x")),
+        );
+        for get in gets {
+            assert!(get.disable_cache, "{} {}", get.kind, get.name);
+        }
+        for verb in ["list", "watch"] {
+            assert!(can_i_request(&subject, verb).disable_cache);
+            assert!(
+                access_request(&subject, verb, VolumeKind::PersistentVolume.resource())
+                    .disable_cache
+            );
+        }
+    }
+
     #[test]
     fn volume_reads_are_fixed_masked_queries() {
         let claim = serde_json::to_value(object_request(

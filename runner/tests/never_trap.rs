@@ -36,7 +36,11 @@ fn assert_bounded(got: &str, full: &str, context: &str) {
         assert_eq!(got, full, "{context}");
         return;
     }
-    assert!(got.len() <= MAX_REASON_BYTES, "{context}: {} bytes", got.len());
+    assert!(
+        got.len() <= MAX_REASON_BYTES,
+        "{context}: {} bytes",
+        got.len()
+    );
     let (kept, more) = got.rsplit_once("; and ").expect("a count of the rest");
     let left: usize = more.strip_suffix(" more").unwrap().parse().unwrap();
     let whole = kept.split("; ").count();
