@@ -24,12 +24,13 @@
 #     slowly (the slowest decided one);
 #   - when admission recovered: the first decided admission after the
 #     fault, and after the silenced connections are reset.
-# The target: at most the admissions whose read was on a silenced
-# connection go undecided (the proxy counts them), every later one is
-# decided, within SLOW s. The first-list scenario is the one part the
-# policy cannot reach (policy-server's first list waits with no deadline):
-# it is printed and checked against what upstream does, and recovers once
-# the connection is reset.
+# The target: at most the admissions whose read was caught on a silenced
+# connection go undecided (the proxy counts them), and the others, in both
+# namespaces, are decided within SLOW s (TIMEOUT + SLOW when the caught
+# reads hold every policy-server worker: each holds one until the API
+# server gives up on its admission). The first-list scenario is the one
+# part the policy cannot reach (policy-server's first list waits with no
+# deadline): it is printed, and recovers once the connection is reset.
 #
 # Binaries as tests/cluster/run.sh finds them; python3 for the proxy. When
 # one is missing the suite is skipped with one line saying which.
