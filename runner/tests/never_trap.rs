@@ -25,7 +25,6 @@ impl Rng {
     }
 }
 
-/// Random bytes, or a real payload with bytes flipped, inserted, cut off.
 /// The policy's bound on a reason and a refusal's message, in bytes.
 const MAX_REASON_BYTES: usize = 4096;
 
@@ -48,6 +47,7 @@ fn assert_bounded(got: &str, full: &str, context: &str) {
     assert!(full.starts_with(&format!("{kept}; ")), "{context}");
 }
 
+/// Random bytes, or a real payload with bytes flipped, inserted, cut off.
 fn damaged(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
     if rng.below(4) == 0 {
         return (0..rng.below(512)).map(|_| rng.next() as u8).collect();

@@ -133,9 +133,10 @@ APISERVER_PORT=$APISERVER_PORT_REAL
 use_policy examples/cluster-admission-policy.yaml '{}'
 CAP=$(jq -c --argjson t "$TIMEOUT" '.spec.failurePolicy = "Ignore" | .spec.timeoutSeconds = $t' <<<"$CAP")
 DECISION_KEY=kata-runtime-policy.kubewarden.io/decision
-start_policy_server
-# policy-server's default: a worker per CPU.
+# A worker per CPU, policy-server's default, set explicitly: policy-server
+# counts CPUs by its cgroup's quota, nproc by affinity.
 WORKERS=$(nproc)
+KUBEWARDEN_WORKERS=$WORKERS start_policy_server
 register_webhook
 log "cluster ready after $(($(date +%s) - T0)) s"
 
@@ -143,13 +144,17 @@ log "cluster ready after $(($(date +%s) - T0)) s"
 SEQ=0
 now_ms() { date +%s%3N; }
 # create NS FILE: one pod created in NS through the webhook; appends to
-# FILE "start_ms end_ms ns decided|undecided|error".
+# FILE "start_ms end_ms ns decided|undecided|refused MESSAGE" (a warning
+# goes to stderr, apart from the object).
 create() {
-  local ns=$1 file=$2 start end out verdict
+  local ns=$1 file=$2 start end out verdict err
   SEQ=$((SEQ + 1))
+  # Unique whoever calls it: creates run in background subshells, which
+  # share SEQ.
+  err=$D/create.$SEQ.$BASHPID.err
   start=$(now_ms)
-  if out=$(k -n "$ns" create -o json -f - 2>&1 <<EOF
-{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-$SEQ-$RANDOM"},
+  if out=$(k -n "$ns" create -o json -f - 2>"$err" <<EOF
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-$SEQ-$BASHPID-$RANDOM"},
  "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}
 EOF
   ); then
@@ -160,6 +165,7 @@ EOF
     fi
   else
     # Refused: by the policy (a timeout in protect mode) or the API server.
+    out=$(<"$err")
     verdict="refused ${out//$'\n'/ }"
   fi
   end=$(now_ms)
@@ -281,7 +287,7 @@ WORKERS=$(nproc)
 # recover once the connection is reset.
 stop_one policy-server
 ctl POST '/arm?action=silence&match=^GET%20/api/v1/nodes\?(?!.*watch=)' >/dev/null
-start_policy_server
+KUBEWARDEN_WORKERS=$WORKERS start_policy_server
 FIRST=$D/first-list.log
 fault=$(now_ms)
 burst "$FIRST" "$WINDOW"

@@ -1554,10 +1554,6 @@ scenario strict-none unchanged "Warning: kata runtime not assigned: 0/3 kata nod
 # features reads it back). The same pod now gets Kata, no warning, and the
 # scheduler binds it to kata-strict-a, the node that reports the feature.
 features kata-strict-a '{"supplementalGroupsPolicy":true}'
-# policy-server caches a read by name for 5 s: strict-none read kata-strict-a
-# before the write. Until that read expires, the policy finds it lacking, and
-# the list with the handlers, which its watch keeps current, answers instead.
-sleep 5
 until_assigned tests/cluster/pods/strict-one.yaml
 scenario strict-one mutated
 where=$(placed $TENANT strict-one)
@@ -1840,7 +1836,9 @@ until_class uncordon kata
 
 # RBAC removed: the access question says no at once; no list hangs.
 k delete clusterrolebinding kata-runtime-policy-reader >/dev/null
-sleep 6 # policy-server caches can_i and reads by name for 5 s
+# The policy's access questions are asked anew on every admission; the API
+# server's RBAC informer sees the deletion within moments.
+sleep 1
 t=$(date +%s%N)
 out=$(fresh_pod rbac-gone)
 ms=$((($(date +%s%N) - t) / 1000000))
