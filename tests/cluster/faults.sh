@@ -233,7 +233,7 @@ recover() {
   while :; do
     create tenant-a "$f"
     if [[ $(tail -1 "$f") == *" decided" ]]; then break; fi
-    (($(now_ms) - start < 60000)) || { fail "$name: no admission decided within 60 s of the reset"; return; }
+    (($(now_ms) - start < 60000)) || { fail "$name: no admission decided within 60 s of the reset"; RECOVERY+=("$name|none"); return; }
   done
   local took
   took=$(awk -v s="$start" 'END { printf "%.1f", ($2 - s) / 1000 }' "$f")
@@ -312,11 +312,11 @@ else
 fi
 
 echo
-echo "| fault | admissions | undecided | of them refused | undecided started (s after the fault) | first decided | slowest decided (s) |"
-echo "|---|---:|---:|---:|---|---|---:|"
-for r in "${RESULTS[@]}"; do
-  IFS='|' read -r a b c d e f g <<<"$r"
-  echo "| $a | $b | $c | $d | $e | $f | $g |"
+echo "| fault | admissions | undecided | of them refused | undecided started (s after the fault) | first decided | slowest decided (s) | decided again after the reset (s) |"
+echo "|---|---:|---:|---:|---|---|---:|---:|"
+for i in "${!RESULTS[@]}"; do
+  IFS='|' read -r a b c d e f g <<<"${RESULTS[$i]}"
+  echo "| $a | $b | $c | $d | $e | $f | $g | ${RECOVERY[$i]#*|} |"
 done
 echo
 echo "$PASSED passed, $FAILED failed ($(($(date +%s) - T0)) s)"
