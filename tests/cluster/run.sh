@@ -732,15 +732,20 @@ served=$(jq -c 'keys' "$D/policies.yml")
 # $MANDATORY (the label), and never seen in Kubewarden's namespace (the
 # controller's exclusion) or in kube-system (the example's; unlabelled).
 # Server-side dry runs: nothing stored, nothing placed.
+# dry_class NS: the class; what the API server said (its warnings or
+# error, the decision annotation) goes to $D/dry-why, for a failure.
 dry_class() {
-  manifest_json tests/cluster/pods/plain.yaml | k -n "$1" create --dry-run=server -o json -f - 2>/dev/null |
-    jq -r '.spec.runtimeClassName // "none"'
+  local out class
+  out=$(manifest_json tests/cluster/pods/plain.yaml | k -n "$1" create --dry-run=server -o json -f - 2>"$D/dry-class.err") || true
+  class=$(jq -r '.spec.runtimeClassName // "none"' <<<"$out" 2>/dev/null) || class=""
+  echo "$1: $(jq -r --arg k "$DECISION_KEY" '.metadata.annotations[$k] // "no decision"' <<<"$out" 2>/dev/null) $(tr '\n' ' ' <"$D/dry-class.err")" >>"$D/dry-why"
+  echo "${class:-none}"
 }
 seen="$TENANT: $(dry_class $TENANT), $MANDATORY: $(dry_class $MANDATORY), $OPTOUT: $(dry_class $OPTOUT), $KW_NAMESPACE: $(dry_class "$KW_NAMESPACE"), kube-system: $(dry_class kube-system)"
 if [[ $seen == "$TENANT: kata, $MANDATORY: kata, $OPTOUT: kata, $KW_NAMESPACE: none, kube-system: none" ]]; then
   pass "namespaceSelector through the API server: a plain pod's class in $seen"
 else
-  fail "namespaceSelector through the API server: a plain pod's class in $seen"
+  fail "namespaceSelector through the API server: a plain pod's class in $seen ($(tr '\n' ';' <"$D/dry-why"))"
 fi
 
 echo "# RBAC: examples/rbac.yaml, what policy-server's account may do"
