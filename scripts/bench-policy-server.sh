@@ -37,13 +37,8 @@ RUNS=${3:-200}
 [[ $NODES =~ ^[0-9]+$ && $NODES -ge 1 ]] || { echo "usage: $0 [NODES] [WARMUP] [RUNS]" >&2; exit 2; }
 source tests/cluster/lib.sh
 
-for spec in etcd:ETCD kube-apiserver:KUBE_APISERVER kubectl:KUBECTL \
-  policy-server:POLICY_SERVER kwctl:KWCTL; do
-  if ! find_bin "${spec%%:*}" "${spec#*:}"; then
-    echo "SKIP policy-server benchmark: ${spec%%:*} not found (set ${spec#*:}, or KUBEBUILDER_ASSETS, or put it on PATH)"
-    exit 0
-  fi
-done
+need_bins "policy-server benchmark" etcd:ETCD kube-apiserver:KUBE_APISERVER kubectl:KUBECTL \
+  policy-server:POLICY_SERVER kwctl:KWCTL
 for tool in openssl curl jq xargs base64; do
   command -v "$tool" >/dev/null || { echo "SKIP policy-server benchmark: $tool not found"; exit 0; }
 done

@@ -49,11 +49,17 @@ pub fn bounded(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max {
         return Cow::Borrowed(text);
     }
-    let mut end = max.saturating_sub(3);
+    Cow::Owned(format!("{}...", prefix(text, max.saturating_sub(3))))
+}
+
+/// The longest start of `text` of at most `max` bytes that ends on a
+/// character boundary.
+pub fn prefix(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    Cow::Owned(format!("{}...", text.get(..end).unwrap_or_default()))
+    text.get(..end).unwrap_or_default()
 }
 
 /// A string whose `Debug` quotes it and escapes every unsafe character

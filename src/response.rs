@@ -30,14 +30,7 @@ struct ValidationResponse<'a> {
 /// Cuts a message to at most `MAX_WARNING_BYTES` bytes on a character
 /// boundary, marking the cut with "...".
 pub fn warning(text: &str) -> String {
-    if text.len() <= MAX_WARNING_BYTES {
-        return text.to_string();
-    }
-    let mut end = MAX_WARNING_BYTES - 3;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", text.get(..end).unwrap_or_default())
+    crate::printable::bounded(text, MAX_WARNING_BYTES).into_owned()
 }
 
 pub fn render(admission: Review) -> Vec<u8> {

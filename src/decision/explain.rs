@@ -3,6 +3,7 @@
 //! annotation bounds. Made from the decision's data, never cut from text.
 
 use super::{Decision, Reasons, Refusal, Unchanged};
+use crate::printable;
 
 /// How every explanation of a pod left without Kata for a reason starts.
 pub const NOT_ASSIGNED: &str = "kata runtime not assigned: ";
@@ -38,7 +39,7 @@ impl Reasons {
             if i == 0 {
                 let tail = more(after);
                 let room = max.saturating_sub(out.len() + tail.len() + "...".len());
-                out.push_str(cut(reason, room));
+                out.push_str(printable::prefix(reason, room));
                 out.push_str("...");
                 out.push_str(&tail);
                 return out;
@@ -55,16 +56,6 @@ fn more(left_out: usize) -> String {
         0 => String::new(),
         n => format!("; and {n} more"),
     }
-}
-
-/// The longest start of `text` of at most `max` bytes that ends on a
-/// character boundary.
-fn cut(text: &str, max: usize) -> &str {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.get(..end).unwrap_or_default()
 }
 
 /// `kata-clh: 0/2 kata nodes can run this pod: …; kata-fc: …`: each class

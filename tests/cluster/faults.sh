@@ -41,13 +41,8 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 source tests/cluster/lib.sh
 
-for spec in etcd:ETCD kube-apiserver:KUBE_APISERVER kubectl:KUBECTL \
-  kube-scheduler:KUBE_SCHEDULER policy-server:POLICY_SERVER kwctl:KWCTL; do
-  if ! find_bin "${spec%%:*}" "${spec#*:}"; then
-    echo "SKIP fault suite: ${spec%%:*} not found (set ${spec#*:}, or KUBEBUILDER_ASSETS, or put it on PATH)"
-    exit 0
-  fi
-done
+need_bins "fault suite" etcd:ETCD kube-apiserver:KUBE_APISERVER kubectl:KUBECTL \
+  kube-scheduler:KUBE_SCHEDULER policy-server:POLICY_SERVER kwctl:KWCTL
 for tool in openssl curl jq python3; do
   command -v "$tool" >/dev/null || die "$tool is needed (scripts/setup.sh installs it)"
 done

@@ -26,6 +26,19 @@ find_bin() {
   printf -v "$var" '%s' "$found"
 }
 
+# need_bins WHAT NAME:VAR...: each binary found (find_bin), else one line
+# saying which is missing and how to name it, and exit 0: WHAT is skipped.
+need_bins() {
+  local what=$1 spec
+  shift
+  for spec in "$@"; do
+    if ! find_bin "${spec%%:*}" "${spec#*:}"; then
+      echo "SKIP $what: ${spec%%:*} not found (set ${spec#*:}, or KUBEBUILDER_ASSETS, or put it on PATH)"
+      exit 0
+    fi
+  done
+}
+
 # The suites' ports are below Linux's ephemeral range (32768 and up), where a
 # client connection's local port would make a later listen fail.
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
