@@ -66,10 +66,13 @@ lint:
 # The user documents (README.md, CHANGELOG.md, BENCHMARKS.md, RELIABILITY.md,
 # docs/, examples/, metadata.yml, questions-ui.yml): every relative link and
 # anchor resolves, every repository file they name exists, and none mentions
-# an issue number or ../shared (runner/tests/docs.rs; also part of `test`).
+# an issue number or ../shared (runner/tests/docs.rs; also part of `test`);
+# and every settings document they ship validates against the module of the
+# release they name, built from its commit (scripts/release-settings.sh).
 .PHONY: docs-check
 docs-check:
 	cargo test -p kwrun --test docs
+	scripts/release-settings.sh
 
 # Unit tests (native) and the integration tests that run policy.wasm in the waPC host.
 .PHONY: test
@@ -150,7 +153,7 @@ fuzz-smoke:
 # runner/tests/example_sessions.rs checks that both are up to date.
 EXAMPLE_POLICY := examples/cluster-admission-policy.yaml
 EXAMPLE_SETTINGS := test_data/settings-examples.yml
-EXAMPLE_SESSIONS := kata-workers.yml handlers-k3s.yml
+EXAMPLE_SESSIONS := kata-deploy-4/kata-workers.yml kata-deploy-4/handlers-k3s.yml
 
 .PHONY: example-sessions
 example-sessions:
@@ -169,9 +172,15 @@ example-sessions:
 demo: setup policy.wasm $(KWRUN)
 	KWRUN=$(KWRUN) scripts/demo.sh
 
+# The README's first command, run as CI runs everything: each scenario of
+# the demo must be decided (a refused setting fails it).
+.PHONY: demo-check
+demo-check: policy.wasm $(KWRUN)
+	KWRUN=$(KWRUN) scripts/demo.sh >/dev/null
+
 # Everything CI runs, from a fresh machine.
 .PHONY: check
-check: setup lint docs-check test e2e-tests-local e2e-tests-kwctl e2e-cluster e2e-faults fuzz-smoke
+check: setup lint docs-check test demo-check e2e-tests-local e2e-tests-kwctl e2e-cluster e2e-faults fuzz-smoke
 
 .PHONY: clean
 clean:

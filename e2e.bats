@@ -8,11 +8,22 @@
 KWCTL=${KWCTL:-kwctl}
 POLICY=${POLICY:-annotated-policy.wasm}
 
+# The settings every kwctl_run starts from. runtimeClassName and
+# policyServerServiceAccount are required: the values the recorded sessions
+# expect (their RuntimeClass is kata, their can_i questions are asked for
+# kubewarden-defaults' PolicyServer). annotateDecision is on by default; off
+# here, so that a patch is the class alone: the annotateDecision tests turn
+# it on, or back to its default with null.
+REQUIRED_SETTINGS='{"runtimeClassName":"kata","policyServerServiceAccount":"system:serviceaccount:kubewarden:policy-server"}'
+E2E_SETTINGS=$(jq -c '. + {annotateDecision: false}' <<<"$REQUIRED_SETTINGS")
+
 # kwctl_run REQUEST SESSION [SETTINGS_JSON]
 # REQUEST is a file of test_data, SESSION a file of test_data/sessions; either
-# may be an absolute path instead.
+# may be an absolute path instead. SETTINGS_JSON is laid over E2E_SETTINGS
+# (a key it sets, null included, wins).
 kwctl_run() {
-  local request=$1 session=$2 settings=${3:-'{}'}
+  local request=$1 session=$2 settings
+  settings=$(jq -c --argjson given "${3:-"{}"}" '. + $given' <<<"$E2E_SETTINGS")
   [[ "$request" == /* ]] || request="test_data/$request"
   [[ "$session" == /* ]] || session="test_data/sessions/$session"
   run "$KWCTL" run --allow-context-aware \
@@ -394,7 +405,7 @@ DRA_CLAIM_REASON='kata runtime not assigned: claim "nic" (ResourceClaim "shared-
   [ "$status" -eq 0 ]
   allowed false
   no_patch
-  [ "$(jq -r .status.message <<<"$response")" = 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata, gvisor)' ]
+  [ "$(jq -r .status.message <<<"$response")" = 'runtimeClassName "runc" is not allowed (allowed: the configured class kata; allowedRuntimeClasses: gvisor)' ]
 }
 
 @test "allowedRuntimeClasses: the same pod is admitted unchanged once runc is listed" {
@@ -428,12 +439,24 @@ MASTER_PINNED_REASON="kata runtime not assigned: 0/2 kata nodes can run this pod
 # Refused under noFeasibleNode: reject: Kata is required, and why not given.
 NO_FEASIBLE_REQUIRED='kata runtime required (noFeasibleNode: reject), and not assigned: '
 
-# Refused without a code or a patch, the audit saying rejected with $1.
+# The decision's code a refusal carries, by the setting its message names.
+refusal_code() {
+  case $1 in
+  *"(incompatiblePod: reject)"*) echo 422 ;;
+  *"(noFeasibleNode: reject)"*) echo 412 ;;
+  *"(lookupFailure: reject)"*) echo 503 ;;
+  *" is not allowed (allowed: "*) echo 403 ;;
+  *) echo "no decision for: $1" ;;
+  esac
+}
+
+# Refused with the decision's code and no patch, the audit saying rejected
+# with $1.
 refused_with() {
   allowed false
   no_patch
   [ "$(jq -r .status.message <<<"$response")" = "$1" ]
-  [ "$(jq -r '.status.code // "none"' <<<"$response")" = "none" ]
+  [ "$(jq -r '.status.code // "none"' <<<"$response")" = "$(refusal_code "$1")" ]
   decision_is rejected
   reason_is "$1"
 }
@@ -521,7 +544,7 @@ refused_with() {
 @test "Kata-mandatory: a pod naming runc is refused, without asking the cluster" {
   kwctl_run pod-runc.json "$(no_host_calls)" "$KATA_MANDATORY"
   [ "$status" -eq 0 ]
-  refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
+  refused_with 'runtimeClassName "runc" is not allowed (allowed: the configured class kata)'
 }
 
 # KEP-5004: a DeviceClass's implicit extended resource is served through DRA too.
@@ -1227,24 +1250,34 @@ annotated_patch() {
   done
 }
 
-@test "annotateDecision: false gives exactly the answers of no setting" {
+@test "annotateDecision is on by default: the required settings alone, or null, answer as true" {
   local cases=(
     "pod-plain.json|kata-workers.yml"
     "pod-master-pinned.json|kata-workers.yml"
     "pod-deployment-replica.json|kata-workers.yml"
     "pod-runtime-class.json|NONE"
   )
-  local entry request session before
+  local entry request session on
   for entry in "${cases[@]}"; do
     IFS='|' read -r request session <<<"$entry"
     [ "$session" != NONE ] || session=$(no_host_calls)
-    kwctl_run "$request" "$session"
+    kwctl_run "$request" "$session" "$ANNOTATE"
     [ "$status" -eq 0 ]
-    before=$(jq -S . <<<"$response")
-    kwctl_run "$request" "$session" '{"annotateDecision":false}'
+    on=$(jq -S . <<<"$response")
+    [ "$(jq -r .patch <<<"$response")" != null ]
+    kwctl_run "$request" "$session" '{"annotateDecision":null}'
     [ "$status" -eq 0 ]
-    [ "$(jq -S . <<<"$response")" = "$before" ]
+    [ "$(jq -S . <<<"$response")" = "$on" ]
+    # Exactly the required settings, as written: no annotateDecision key.
+    run "$KWCTL" run --allow-context-aware --request-path "test_data/$request" \
+      --settings-json "$REQUIRED_SETTINGS" \
+      --replay-host-capabilities-interactions "$([[ "$session" == /* ]] && echo "$session" || echo "test_data/sessions/$session")" \
+      "$POLICY"
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | grep '^{' | tail -n 1 | jq -S .)" = "$on" ]
   done
+  kwctl_run pod-plain.json kata-workers.yml '{"annotateDecision":null}'
+  annotated_patch "mutated: $ASSIGNED" kata
 }
 
 @test "annotateDecision takes true or false only" {
@@ -1257,10 +1290,10 @@ annotated_patch() {
     || [[ "$output" == *'annotateDecision must be true or false, got "yes"'* ]]
 }
 
-@test "restrictRuntimeClasses: true without a list allows only runtimeClassName" {
+@test "restrictRuntimeClasses: true without a list allows only the configured class" {
   kwctl_run pod-runc.json "$(no_host_calls)" '{"restrictRuntimeClasses":true}'
   [ "$status" -eq 0 ]
-  refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
+  refused_with 'runtimeClassName "runc" is not allowed (allowed: the configured class kata)'
   jq '.object.spec.runtimeClassName = "kata"' test_data/pod-runc.json >"$BATS_TEST_TMPDIR/kata.json"
   kwctl_run "$BATS_TEST_TMPDIR/kata.json" "$(no_host_calls)" '{"restrictRuntimeClasses":true}'
   [ "$status" -eq 0 ]
@@ -1276,17 +1309,43 @@ annotated_patch() {
   no_patch
   warning_is 'pod already sets runtimeClassName "gvisor"; left unchanged'
   kwctl_run pod-runc.json "$(no_host_calls)" '{"restrictRuntimeClasses":true,"allowedRuntimeClasses":["gvisor"]}'
-  refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata, gvisor)'
+  refused_with 'runtimeClassName "runc" is not allowed (allowed: the configured class kata; allowedRuntimeClasses: gvisor)'
 }
 
 @test "restrictRuntimeClasses: false with an empty list (the shipped defaults) restricts nothing" {
-  for settings in '{"restrictRuntimeClasses":false,"allowedRuntimeClasses":[]}' "$(jq -c . policy-settings.json)"; do
-    kwctl_run pod-runc.json "$(no_host_calls)" "$settings"
+  kwctl_run pod-runc.json "$(no_host_calls)" '{"restrictRuntimeClasses":false,"allowedRuntimeClasses":[]}'
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is 'pod already sets runtimeClassName "runc"; left unchanged'
+  # policy-settings.json as shipped: the same, with the decision annotated.
+  kwctl_run pod-runc.json "$(no_host_calls)" "$(jq -c . policy-settings.json)"
+  [ "$status" -eq 0 ]
+  allowed true
+  annotated_patch 'unchanged: pod already sets runtimeClassName "runc"'
+  warning_is 'pod already sets runtimeClassName "runc"; left unchanged'
+}
+
+@test "restrictRuntimeClasses: true with an empty allowedRuntimeClasses allows every configured class, and says so" {
+  local settings
+  settings=$(jq -c '. + {restrictRuntimeClasses: true, allowedRuntimeClasses: []}' <<<"$CLASSES")
+  kwctl_run pod-runc.json "$(no_host_calls)" "$settings"
+  [ "$status" -eq 0 ]
+  refused_with 'runtimeClassName "runc" is not allowed (allowed: the configured classes kata-clh, kata-qemu-runtime-rs, kata-qemu-nvidia-gpu)'
+  # Each configured class is allowed: runtimeClassName, a fallback, a routed one.
+  for class in kata-clh kata-qemu-runtime-rs kata-qemu-nvidia-gpu; do
+    jq --arg c "$class" '.object.spec.runtimeClassName = $c' test_data/pod-runc.json >"$BATS_TEST_TMPDIR/named.json"
+    kwctl_run "$BATS_TEST_TMPDIR/named.json" "$(no_host_calls)" "$settings"
     [ "$status" -eq 0 ]
     allowed true
     no_patch
-    warning_is 'pod already sets runtimeClassName "runc"; left unchanged'
+    no_warning
   done
+  # With a list: its classes, after the configured ones, each group named.
+  settings=$(jq -c '. + {restrictRuntimeClasses: true, allowedRuntimeClasses: ["gvisor", "kata-clh"]}' <<<"$CLASSES")
+  kwctl_run pod-runc.json "$(no_host_calls)" "$settings"
+  [ "$status" -eq 0 ]
+  refused_with 'runtimeClassName "runc" is not allowed (allowed: the configured classes kata-clh, kata-qemu-runtime-rs, kata-qemu-nvidia-gpu; allowedRuntimeClasses: gvisor)'
 }
 
 @test "restrictRuntimeClasses: false with a list is refused as a contradiction" {
@@ -1305,7 +1364,7 @@ GUIDE_RECIPE='{"runtimeClassName":"kata","kataNodeSelector":"katacontainers.io/k
 @test "the guide's strict recipe: runc and the docker.sock agent refused without asking the cluster, kata annotated" {
   kwctl_run pod-runc.json "$(no_host_calls)" "$GUIDE_RECIPE"
   [ "$status" -eq 0 ]
-  refused_with 'runtimeClassName "runc" is not allowed (allowedRuntimeClasses: kata)'
+  refused_with 'runtimeClassName "runc" is not allowed (allowed: the configured class kata)'
   kwctl_run pod-docker-agent.json "$(no_host_calls)" "$GUIDE_RECIPE"
   [ "$status" -eq 0 ]
   refused_with "$REQUIRED$DOCKER_SOCKET_FINDING"
@@ -1358,9 +1417,44 @@ CLASSES='{"runtimeClassName":"kata-clh","fallbackRuntimeClasses":["kata-qemu-run
   kwctl_run pod-plain.json kata-workers.yml '{"annotateDecision":null,"runtimeHandlerCheck":null,"kataNodeSelector":null,"noFeasibleNode":null,"skipPodsUsing":null,"logDecisions":null}'
   [ "$status" -eq 0 ]
   allowed true
-  only_runtime_class_patch kata
+  annotated_patch "mutated: $ASSIGNED" kata
   no_warning
   reason_is "$ASSIGNED"
+}
+
+# runtimeClassName and policyServerServiceAccount have no default.
+CLASS_REQUIRED="runtimeClassName is required: the Kata RuntimeClass to assign (kata-deploy 4.x creates kata-qemu-runtime-rs for its default shim, and kata-qemu, kata-clh, ... for the others; list yours with kubectl get runtimeclass)"
+ACCOUNT_REQUIRED="policyServerServiceAccount is required: the ServiceAccount the policy's PolicyServer runs as, as \"system:serviceaccount:<namespace>:<name>\" (kubectl get policyserver <policyserver> -o jsonpath='{.spec.serviceAccountName}'; the kubewarden-defaults chart's PolicyServer runs as system:serviceaccount:kubewarden:policy-server)"
+
+# settings_refused_with SETTINGS_JSON MESSAGE: the settings, exactly as given,
+# are refused before any evaluation, with exactly MESSAGE.
+settings_refused_with() {
+  run "$KWCTL" run --allow-context-aware --request-path test_data/pod-plain.json \
+    --settings-json "$1" \
+    --replay-host-capabilities-interactions "$(no_host_calls)" "$POLICY"
+  [ "$status" -ne 0 ]
+  # kwctl may print the message JSON-escaped: compare both spellings.
+  local escaped
+  escaped=$(jq -rn --arg m "$2" '$m | @json | .[1:-1]')
+  [[ "$output" == *"Provided settings are not valid: $2"* ]] \
+    || [[ "$output" == *"Provided settings are not valid: $escaped"* ]]
+  [[ "$output" != *'"allowed"'* ]]
+}
+
+@test "settings without runtimeClassName are refused, saying what to set" {
+  settings_refused_with '{"policyServerServiceAccount":"system:serviceaccount:kubewarden:policy-server"}' "$CLASS_REQUIRED"
+  settings_refused_with '{"runtimeClassName":null,"policyServerServiceAccount":"system:serviceaccount:kubewarden:policy-server"}' "$CLASS_REQUIRED"
+  settings_refused_with '{"runtimeClassName":"","policyServerServiceAccount":"system:serviceaccount:kubewarden:policy-server"}' "$CLASS_REQUIRED"
+}
+
+@test "settings without policyServerServiceAccount are refused, saying what to set" {
+  settings_refused_with '{"runtimeClassName":"kata-qemu-runtime-rs"}' "$ACCOUNT_REQUIRED"
+  settings_refused_with '{"runtimeClassName":"kata-qemu-runtime-rs","policyServerServiceAccount":null}' "$ACCOUNT_REQUIRED"
+}
+
+@test "{} lists both required settings, then every other error" {
+  settings_refused_with '{}' "$CLASS_REQUIRED; $ACCOUNT_REQUIRED"
+  settings_refused_with '{"noFeasibleNode":"acept"}' "$CLASS_REQUIRED; $ACCOUNT_REQUIRED; noFeasibleNode must be \"accept\" or \"reject\", got \"acept\""
 }
 
 # Try it first (README): the settings of examples/cluster-admission-policy.yaml
@@ -1379,15 +1473,20 @@ kwctl_run_example() {
   response=$(printf '%s\n' "$output" | grep '^{' | tail -n 1)
 }
 
+# The examples' class: kata-deploy 4.x's default shim's.
+EXAMPLE_CLASS=kata-qemu-runtime-rs
+EXAMPLE_ASSIGNED="runtimeClassName \"$EXAMPLE_CLASS\" assigned: a kata node can run this pod"
+
 @test "try it first: the protect example's settings give a plain pod kata, with the decision annotation" {
   grep -q "^policyServerServiceAccount: $EXAMPLE_ACCOUNT\$" "$EXAMPLE_SETTINGS"
+  grep -q "^runtimeClassName: $EXAMPLE_CLASS\$" "$EXAMPLE_SETTINGS"
   kwctl_run_example pod-plain.json test_data/sessions/examples/kata-workers.yml
   [ "$status" -eq 0 ]
   allowed true
-  annotated_patch "mutated: $ASSIGNED" kata
+  annotated_patch "mutated: $EXAMPLE_ASSIGNED" "$EXAMPLE_CLASS"
   no_warning
   decision_is mutated
-  reason_is "$ASSIGNED"
+  reason_is "$EXAMPLE_ASSIGNED"
 }
 
 @test "try it first: the protect example's settings leave the master-pinned pod alone, in the scheduler's words" {
@@ -1403,13 +1502,14 @@ kwctl_run_example() {
   kwctl_run_example pod-plain.json test_data/sessions/examples/handlers-k3s.yml
   [ "$status" -eq 0 ]
   allowed true
-  annotated_patch 'unchanged: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler "kata-qemu"'
-  explained 'kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler "kata-qemu"'
+  annotated_patch "unchanged: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler \"$EXAMPLE_CLASS\""
+  explained "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) do not report runtime handler \"$EXAMPLE_CLASS\""
   decision_is unchanged
 }
 
 @test "a session recorded for another policyServerServiceAccount: the reason says so, then the replay's text" {
-  kwctl_run_example pod-plain.json test_data/sessions/kata-workers.yml
+  # The examples' class, recorded for kubewarden-defaults' PolicyServer.
+  kwctl_run_example pod-plain.json test_data/sessions/kata-deploy-4/kata-workers.yml
   [ "$status" -eq 0 ]
   allowed true
   decision_is unchanged
@@ -1418,4 +1518,26 @@ kwctl_run_example() {
   [[ "$reason" == "kata runtime not assigned: cannot check whether $EXAMPLE_ACCOUNT may list nodes (kubernetes/can_i): the recorded session has no answer for this request (recorded for another policyServerServiceAccount, pod or settings?): Replay error: unexpected request. Was expecting KubernetesCanI {"*'user: "system:serviceaccount:kubewarden:policy-server"'*"} instead" ]]
   [ "$(jq -r '.warnings[0] | length' <<<"$response")" -le 255 ]
   jq -r '.warnings[0]' <<<"$response" | grep -q 'recorded for another policyServerServiceAccount'
+}
+
+# policy-server exports each answer's code as the label error_code of
+# kubewarden_policy_evaluations_total: the one number per evaluation that
+# tells a pod given Kata from one left as it is, admitted ones included.
+@test "every Pod CREATE answer carries its decision's code, admitted or refused" {
+  for case in "pod-plain.json|kata-workers.yml|200" "pod-master-pinned.json|kata-workers.yml|412" \
+    "pod-host-network.json|kata-workers.yml|422" "pod-runtime-class.json|kata-workers.yml|403" \
+    "pod-empty-class.json|NONE|204" "pod-mirror.json|NONE|204" "pod-plain.json|nodes-access-denied.yml|503"; do
+    IFS='|' read -r pod session code <<<"$case"
+    if [ "$session" = NONE ]; then session=$(no_host_calls); fi
+    kwctl_run "$pod" "$session"
+    [ "$status" -eq 0 ]
+    allowed true
+    [ "$(jq -r '.status.code // "none"' <<<"$response")" = "$code" ] || {
+      echo "$pod: $(jq -c .status <<<"$response"), want $code"
+      false
+    }
+  done
+  kwctl_run pod-master-pinned.json kata-workers.yml '{"noFeasibleNode":"reject"}'
+  allowed false
+  [ "$(jq -r .status.code <<<"$response")" = 412 ]
 }

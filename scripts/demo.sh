@@ -6,6 +6,12 @@ cd "$(dirname "$0")/.."
 KWRUN=${KWRUN:-target/debug/kwrun}
 POLICY=${POLICY:-policy.wasm}
 
+# What every scenario's settings add to: the two required settings, for the
+# class and the PolicyServer account the recorded sessions ask about, and
+# no decision annotation (the patch shows the class alone) unless a
+# scenario turns it on.
+BASE='{"runtimeClassName":"kata","policyServerServiceAccount":"system:serviceaccount:kubewarden:policy-server","annotateDecision":false}'
+
 # The settings of a namespace where every pod must run under Kata (the
 # example ClusterAdmissionPolicy kata-runtime-mandatory), with the default
 # policyServerServiceAccount the recorded sessions ask about.
@@ -86,15 +92,17 @@ scenarios=(
 for scenario in "${scenarios[@]}"; do
   IFS='|' read -r request session settings description <<<"$scenario"
   response=$("$KWRUN" run --allow-context-aware --request-path "test_data/$request" \
-    --settings-json "$settings" --replay-host-capabilities-interactions "test_data/sessions/$session" "$POLICY")
+    --settings-json "$(jq -c --argjson s "$settings" '. + $s' <<<"$BASE")" \
+    --replay-host-capabilities-interactions "test_data/sessions/$session" "$POLICY")
   decision=$(jq -r '.auditAnnotations.decision // "?"' <<<"$response")
   reason=$(jq -r '.auditAnnotations.reason // .status.message // ""' <<<"$response")
   patch=$(jq -r 'if .patch then (.patch | @base64d | fromjson | map("\(.op) \(.path)=\(.value)") | join(", ")) else "none" end' <<<"$response")
   printf '\n\033[1m%s\033[0m  (%s; settings %s)\n' "$request" "$description" "$settings"
-  printf '  decision: %s   allowed: %s   patch: %s\n' "$decision" "$(jq -r .allowed <<<"$response")" "$patch"
+  printf '  decision: %s (code %s)   allowed: %s   patch: %s\n' "$decision" "$(jq -r '.status.code // "-"' <<<"$response")" "$(jq -r .allowed <<<"$response")" "$patch"
   printf '  why:      %s\n' "$reason"
 done
 echo
 echo "Equivalent kwctl command for one of them:"
 echo "  kwctl run --allow-context-aware --request-path test_data/pod-master-pinned.json \\"
+echo "    --settings-json '$BASE' \\"
 echo "    --replay-host-capabilities-interactions test_data/sessions/kata-workers.yml annotated-policy.wasm"

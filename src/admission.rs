@@ -26,13 +26,15 @@ pub fn review(payload: &[u8], cluster: &impl Cluster) -> Review {
         Ok(payload) => payload,
         Err(e) => return Review::of(Decision::bad_request(e)),
     };
-    let settings = match payload
-        .settings
-        .map(|raw| Settings::from_json(raw.get().as_bytes()))
-    {
-        None => Settings::default(),
-        Some(Ok(settings)) => settings,
-        Some(Err(e)) => {
+    // No settings read as `{}`: refused, for want of the required ones
+    // (policy-server and kwctl validate them first, so this is for callers
+    // that do not).
+    let settings = match payload.settings.map_or_else(
+        || Settings::from_value(&serde_json::Value::Null),
+        |raw| Settings::from_json(raw.get().as_bytes()),
+    ) {
+        Ok(settings) => settings,
+        Err(e) => {
             return Review::of(Decision::bad_request(format!(
                 "invalid policy settings: {e}"
             )));
@@ -61,16 +63,16 @@ pub fn review_request(
         Ok(pod) => pod,
         Err(e) => return Review::of(Decision::bad_request(e)),
     };
-    let admission = applied(decision::decide(&pod, request, settings, cluster), object);
+    let review = applied(decision::decide(&pod, request, settings, cluster), object);
     // Annotated: every pod the policy judged. Not a mirror pod (its object
     // is the kubelet's copy of a static pod, which the policy never
     // changes), nor a pod with runtimeClassName "" (left for the API server
     // to refuse).
     let judged = !pod.is_mirror && pod.runtime_class_name.as_deref() != Some("");
     let review = if settings.annotate_decision && judged {
-        annotation::annotate(admission, object, &pod.annotations)
+        annotation::annotate(review, object, &pod.annotations)
     } else {
-        admission
+        review
     };
     if settings.log_decisions {
         let entry = Entry::of(&pod, request, &review);
@@ -98,6 +100,3 @@ fn applied(decision: Decision, object: &str) -> Review {
         Err(e) => Review::of(Decision::bad_request(format!("cannot mutate the Pod: {e}"))),
     }
 }
-
-#[cfg(test)]
-mod tests;

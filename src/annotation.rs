@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::decision::{Decision, Reasons};
+use crate::decision::{Decision, Findings};
 use crate::mutation;
 use crate::review::Review;
 
@@ -27,32 +27,32 @@ pub const MAX_VALUE_BYTES: usize = 512;
 /// (`TotalAnnotationSizeLimitB`, checked by `ValidateAnnotationsSize`).
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 
-/// `admission` with the decision annotation on its object (the mutated pod,
+/// `review` with the decision annotation on its object (the mutated pod,
 /// or else the request's raw `object`, whose `metadata.annotations` the pod
 /// reader read as `annotations`). A refusal is returned as it is; a pod
 /// whose annotations would then exceed the API server's limit is admitted
 /// without it, and the audit reason says so.
-pub fn annotate(admission: Review, object: &str, annotations: &BTreeMap<String, String>) -> Review {
-    let Some(value) = value(&admission.decision) else {
-        return admission;
+pub fn annotate(review: Review, object: &str, annotations: &BTreeMap<String, String>) -> Review {
+    let Some(value) = value(&review.decision) else {
+        return review;
     };
     if let Err(why) = room_for(annotations, &value) {
         return Review {
             audit_note: Some(format!("decision annotation omitted: {why}")),
-            ..admission
+            ..review
         };
     }
     // A failed insertion (the object's metadata or annotations not JSON
-    // objects) leaves the admission without the annotation, on purpose.
+    // objects) leaves the review without the annotation, on purpose.
     // No request reaches here that way: the pod's reader (pod.rs) already
     // refuses such an object with 400.
-    let target = admission.object.as_deref().unwrap_or(object);
+    let target = review.object.as_deref().unwrap_or(object);
     match mutation::set_annotation(target, DECISION_ANNOTATION, &value) {
         Ok(annotated) => Review {
             object: Some(annotated),
-            ..admission
+            ..review
         },
-        Err(_) => admission,
+        Err(_) => review,
     }
 }
 
@@ -64,13 +64,13 @@ pub fn value(decision: &Decision) -> Option<String> {
         Decision::Unchanged(_) => "unchanged: ",
         Decision::Reject(_) => return None,
     };
-    Some(bounded(verdict, &decision.reasons()))
+    Some(bounded(verdict, &decision.findings()))
 }
 
 /// `start` then the reasons, at most [`MAX_VALUE_BYTES`] in all
-/// ([`Reasons::bounded`]: whole reasons, then `; and N more`).
-pub fn bounded(start: &str, reasons: &Reasons) -> String {
-    reasons.bounded(start, MAX_VALUE_BYTES)
+/// ([`Findings::bounded`]: whole reasons, then `; and N more`).
+pub fn bounded(start: &str, findings: &Findings) -> String {
+    findings.bounded(start, MAX_VALUE_BYTES)
 }
 
 /// `Ok` when the pod's `annotations`, with the decision annotation set to
@@ -93,13 +93,14 @@ fn room_for(annotations: &BTreeMap<String, String>, value: &str) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::{Refusal, Unchanged};
+    use crate::decision::{Cause, Left, Refusal, Unchanged};
     use serde_json::{Value, json};
 
     fn left(reasons: &[&str]) -> Decision {
-        Decision::Unchanged(Unchanged::NotAssigned(Reasons(
-            reasons.iter().map(|r| r.to_string()).collect(),
-        )))
+        Decision::Unchanged(Unchanged::NotAssigned(
+            Left::Because(Cause::NoFeasibleNode),
+            Findings(reasons.iter().map(|r| r.to_string()).collect()),
+        ))
     }
 
     fn mutated() -> Decision {
@@ -112,8 +113,8 @@ mod tests {
         }
     }
 
-    fn reasons(texts: &[String]) -> Reasons {
-        Reasons(texts.to_vec())
+    fn reasons(texts: &[String]) -> Findings {
+        Findings(texts.to_vec())
     }
 
     #[test]
@@ -143,10 +144,10 @@ mod tests {
 
     #[test]
     fn short_values_are_kept_whole() {
-        assert_eq!(bounded("x: ", &Reasons::default()), "x: ");
+        assert_eq!(bounded("x: ", &Findings::default()), "x: ");
         let one = "a".repeat(MAX_VALUE_BYTES - 3);
         assert_eq!(
-            bounded("x: ", &Reasons::one(one.clone())),
+            bounded("x: ", &Findings::one(one.clone())),
             format!("x: {one}")
         );
         let five = vec!["f".repeat(100); 5];
@@ -176,7 +177,7 @@ mod tests {
     #[test]
     fn a_first_reason_too_long_is_cut_on_a_character_boundary() {
         let alone = format!("x{}", "é".repeat(400));
-        let out = bounded("unchanged: ", &Reasons::one(alone));
+        let out = bounded("unchanged: ", &Findings::one(alone));
         assert!(
             out.len() <= MAX_VALUE_BYTES && out.ends_with("..."),
             "{out}"
@@ -212,7 +213,7 @@ mod tests {
              (kubernetes/can_i; policy-server needs create on subjectaccessreviews.authorization.k8s.io): {}",
             "e".repeat(600)
         );
-        let out = bounded("unchanged: ", &Reasons::one(lookup.clone()));
+        let out = bounded("unchanged: ", &Findings::one(lookup.clone()));
         assert!(out.ends_with("..."), "{out}");
         assert!(!out.contains("more"), "{out}");
         assert!(
@@ -267,11 +268,11 @@ mod tests {
     #[test]
     fn annotate_adds_the_value_to_the_mutated_or_the_request_object() {
         let request = r#"{"metadata":{"name":"p"},"spec":{}}"#;
-        let admission = Review {
+        let review = Review {
             object: Some(r#"{"metadata":{"name":"p"},"spec":{"runtimeClassName":"kata"}}"#.into()),
             ..Review::of(mutated())
         };
-        let out = annotate(admission, request, &read(request));
+        let out = annotate(review, request, &read(request));
         assert_eq!(
             out.object.unwrap(),
             r#"{"metadata":{"name":"p","annotations":{"kata-runtime-policy.kubewarden.io/decision":"mutated: runtimeClassName \"kata\" assigned: a kata node can run this pod"}},"spec":{"runtimeClassName":"kata"}}"#
@@ -292,7 +293,7 @@ mod tests {
         assert_eq!(annotate(refused.clone(), request, &read(request)), refused);
     }
 
-    /// An object the annotation cannot go into keeps the admission as it
+    /// An object the annotation cannot go into keeps the review as it
     /// is, without the annotation (never a refusal, never a panic).
     #[test]
     fn an_object_that_cannot_take_the_annotation_keeps_the_admission() {
@@ -303,15 +304,12 @@ mod tests {
         ] {
             let out = annotate(Review::of(left(&["why"])), object, &read(object));
             assert_eq!((out.decision, out.object), (left(&["why"]), None));
-            let admission = Review {
+            let review = Review {
                 object: Some(object.into()),
                 ..Review::of(mutated())
             };
-            let out = annotate(admission.clone(), object, &read(object));
-            assert_eq!(
-                (out.decision, out.object),
-                (admission.decision, admission.object)
-            );
+            let out = annotate(review.clone(), object, &read(object));
+            assert_eq!((out.decision, out.object), (review.decision, review.object));
         }
     }
 
@@ -359,12 +357,12 @@ mod tests {
         assert!(note.contains("262144"), "{note}");
 
         // A mutated pod over the limit keeps its class, without the annotation.
-        let admission = Review {
+        let review = Review {
             object: Some(over.clone()),
             ..Review::of(mutated())
         };
-        let out = annotate(admission.clone(), &over, &read(&over));
-        assert_eq!(out.object, admission.object);
+        let out = annotate(review.clone(), &over, &read(&over));
+        assert_eq!(out.object, review.object);
         assert!(out.audit_note.is_some());
 
         // A decision annotation the pod already carries is replaced, not added.

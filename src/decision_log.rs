@@ -1,11 +1,11 @@
 //! `logDecisions`: one line per evaluated Pod CREATE in policy-server's
 //! log, where the audit log is out of reach (most managed clusters) and
 //! monitor mode writes no annotation. The line is built here; the host
-//! writes it ([`Cluster::log_info`](crate::cluster::Cluster::log_info),
+//! writes it ([`Cluster::log_decision`](crate::cluster::Cluster::log_decision),
 //! the SDK's logging host call).
 
 use crate::annotation;
-use crate::pod::PodFacts;
+use crate::pod::{PodFacts, pod_namespace};
 use crate::printable;
 use crate::request::AdmissionRequest;
 use crate::review::Review;
@@ -23,24 +23,20 @@ pub struct Entry {
 
 impl Entry {
     pub fn of(pod: &PodFacts, request: &AdmissionRequest, review: &Review) -> Entry {
-        let namespace = (request.namespace.as_ref())
-            .map(|n| n.as_str().to_string())
-            .filter(|n| !n.is_empty())
-            .or_else(|| pod.namespace.clone())
-            .unwrap_or_default();
+        let namespace = pod_namespace(request, pod);
         let name = match (&pod.name, &pod.generate_name) {
             (Some(name), _) => name.clone(),
             (None, Some(prefix)) => format!("{prefix}*"),
             (None, None) => String::new(),
         };
         let decision = review.decision.verdict();
-        let reasons = review.decision.reasons();
+        let findings = review.decision.findings();
         Entry {
-            namespace: printable(&namespace, MAX_NAMESPACE_BYTES),
+            namespace: printable(namespace, MAX_NAMESPACE_BYTES),
             pod: printable(&name, MAX_NAME_BYTES),
             decision,
             summary: printable(
-                &annotation::bounded(&format!("{decision}: "), &reasons),
+                &annotation::bounded(&format!("{decision}: "), &findings),
                 MAX_SUMMARY_BYTES,
             ),
         }
@@ -71,7 +67,7 @@ fn printable(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::{Decision, Reasons, Unchanged};
+    use crate::decision::{Cause, Decision, Findings, Left, Unchanged};
 
     fn request(raw: &str) -> serde_json::Value {
         serde_json::from_str(raw).unwrap()
@@ -84,9 +80,10 @@ mod tests {
         let raw = request(r#"{"namespace":"tenant","kind":{"kind":"Pod"},"operation":"CREATE"}"#)
             .to_string();
         let request: AdmissionRequest = serde_json::from_str(&raw).unwrap();
-        let review = Review::of(Decision::Unchanged(Unchanged::NotAssigned(Reasons::one(
-            "0/2 kata nodes can run this pod",
-        ))));
+        let review = Review::of(Decision::Unchanged(Unchanged::NotAssigned(
+            Left::Because(Cause::NoFeasibleNode),
+            Findings::one("0/2 kata nodes can run this pod"),
+        )));
         let entry = Entry::of(&pod, &request, &review);
         assert_eq!(
             entry.message(),
@@ -96,14 +93,26 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_that_names_no_namespace_is_in_default() {
+        let pod = PodFacts::from_json(r#"{"metadata":{"name":"p"},"spec":{}}"#).unwrap();
+        let request: AdmissionRequest = serde_json::from_str(r#"{"kind":{"kind":"Pod"}}"#).unwrap();
+        let review = Review::of(Decision::Unchanged(Unchanged::NotAssigned(
+            Left::Because(Cause::NoFeasibleNode),
+            Findings::one("r"),
+        )));
+        assert_eq!(Entry::of(&pod, &request, &review).namespace, "default");
+    }
+
+    #[test]
     fn a_tenant_cannot_break_the_line() {
         let pod =
             PodFacts::from_json(r#"{"metadata":{"name":"a\nb","namespace":"x\r\ny"},"spec":{}}"#)
                 .unwrap();
         let request: AdmissionRequest = serde_json::from_str(r#"{"kind":{"kind":"Pod"}}"#).unwrap();
-        let review = Review::of(Decision::Unchanged(Unchanged::NotAssigned(Reasons::one(
-            "path /var/run/\nfake: line",
-        ))));
+        let review = Review::of(Decision::Unchanged(Unchanged::NotAssigned(
+            Left::Because(Cause::NoFeasibleNode),
+            Findings::one("path /var/run/\nfake: line"),
+        )));
         let message = Entry::of(&pod, &request, &review).message();
         assert!(
             !message.contains('\n') && !message.contains('\r'),
@@ -125,10 +134,10 @@ mod tests {
         )
         .unwrap();
         let request: AdmissionRequest = serde_json::from_str(r#"{"kind":{"kind":"Pod"}}"#).unwrap();
-        let review = Review::of(Decision::Unchanged(Unchanged::NotAssigned(Reasons(vec![
-            "r\u{202e}".repeat(400);
-            40
-        ]))));
+        let review = Review::of(Decision::Unchanged(Unchanged::NotAssigned(
+            Left::Because(Cause::NoFeasibleNode),
+            Findings(vec!["r\u{202e}".repeat(400); 40]),
+        )));
         let message = Entry::of(&pod, &request, &review).message();
         assert!(message.len() <= 63 + 253 + 1024 + 4, "{}", message.len());
         assert!(!message.chars().any(printable::is_unsafe));

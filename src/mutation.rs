@@ -9,7 +9,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::node::Str;
+use crate::json::Str;
 
 #[derive(Deserialize)]
 struct Top<'a> {

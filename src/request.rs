@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::node::Str;
+use crate::json::Str;
 
 #[derive(Debug, Deserialize)]
 pub struct Payload<'a> {

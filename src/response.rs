@@ -33,16 +33,16 @@ pub fn warning(text: &str) -> String {
     crate::printable::bounded(text, MAX_WARNING_BYTES).into_owned()
 }
 
-pub fn render(admission: Review) -> Vec<u8> {
+pub fn render(review: Review) -> Vec<u8> {
     let Review {
         decision,
         object,
         audit_note,
-    } = admission;
+    } = review;
     let explanation = decision.explanation();
     let reason = match &audit_note {
-        Some(note) => format!("{}; {note}", decision.reason()),
-        None => decision.reason(),
+        Some(note) => format!("{}; {note}", decision.audit_reason()),
+        None => decision.audit_reason(),
     };
     let accepted = !matches!(decision, Decision::Reject(_));
     // An unchanged pod has an object too when it carries the decision
@@ -84,7 +84,7 @@ pub fn render(admission: Review) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::{Reasons, Unchanged};
+    use crate::decision::{Cause, Findings, Left, Unchanged};
     use crate::scheduling::Broken;
     use serde_json::{Value, json};
 
@@ -106,7 +106,10 @@ mod tests {
     }
 
     fn left(why: &str) -> Decision {
-        Decision::Unchanged(Unchanged::NotAssigned(Reasons::one(why)))
+        Decision::Unchanged(Unchanged::NotAssigned(
+            Left::Because(Cause::NoFeasibleNode),
+            Findings::one(why),
+        ))
     }
 
     #[test]
@@ -140,10 +143,9 @@ mod tests {
             whole: true,
             ..Broken::default()
         };
-        broken.lacks.insert(
-            crate::scheduling::runtime_handler::Lack::NotReported("kata".into()),
-            1,
-        );
+        broken
+            .lacks
+            .insert(crate::scheduling::Lack::NotReported("kata".into()), 1);
         broken.names.push("n1".into());
         let v = rendered(mutated(
             r#"{"spec":{"runtimeClassName":"kata"}}"#,

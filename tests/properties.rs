@@ -14,16 +14,14 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
-use kata_runtime_policy::admission::review;
 use kata_runtime_policy::annotation::{
     DECISION_ANNOTATION, MAX_ANNOTATIONS_BYTES, MAX_VALUE_BYTES, bounded,
 };
-use kata_runtime_policy::cluster::{
-    Access, Cluster, LookupError, NodeList, NodeMasks, Resource, Subject, VolumeKind,
-};
+use kata_runtime_policy::cluster::{Cluster, FakeCluster, LookupError, NodeMasks};
 use kata_runtime_policy::decision::Decision;
-use kata_runtime_policy::decision::Reasons;
-use kata_runtime_policy::incompatible::Feature;
+use kata_runtime_policy::decision::Findings;
+use kata_runtime_policy::incompatible::PodFeature;
+use kata_runtime_policy::kubelet::{CriNeeds, HandlerNeeds, KubeletNeeds};
 use kata_runtime_policy::node::{KeyFilter, parse_node};
 use kata_runtime_policy::pod::PodFacts;
 use kata_runtime_policy::response::render;
@@ -31,7 +29,6 @@ use kata_runtime_policy::review::Review;
 use kata_runtime_policy::scheduling::Constraints;
 use kata_runtime_policy::scheduling::node_resources_fit::ResourceFit;
 use kata_runtime_policy::scheduling::pod_topology_spread::SpreadLabels;
-use kata_runtime_policy::scheduling::runtime_handler::HandlerNeeds;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -544,182 +541,46 @@ fn constraints(spec: &Value) -> Constraints {
     .with_spread(spread)
 }
 
-struct Fake {
-    nodes: Vec<u8>,
+/// A cluster answering `nodes`, a NodeList's bytes, as they are (no field
+/// masks); a read by name finds any node of the list.
+fn fake(nodes: Vec<u8>) -> FakeCluster {
+    FakeCluster::new(Vec::new()).list_bytes(nodes).unmasked()
 }
 
 /// A cluster of `nodes` as the host shows it: the list applies the label
 /// selector (as the API server does), a read by name finds any node.
-struct Selecting {
-    nodes: Vec<Value>,
-    selector: &'static str,
+fn selecting(nodes: Vec<Value>) -> FakeCluster {
+    FakeCluster::new(nodes).unmasked().selecting()
 }
 
-impl Selecting {
-    fn is_kata(&self, node: &Value) -> bool {
-        kata_runtime_policy::labels::parse_selector(self.selector)
-            .unwrap()
-            .iter()
-            .all(|r| r.matches(|k| node["metadata"]["labels"].get(k).and_then(Value::as_str)))
+/// The admission of `payload`, its settings completed where they say
+/// nothing with what the properties assume: the required settings as the
+/// fakes answer (the class `kata`; kubewarden-defaults' PolicyServer), and
+/// `annotateDecision: false`, so that a mutation is the class alone.
+/// Refused settings would make every property hold trivially: they fail.
+fn review(payload: &Value, cluster: &impl Cluster) -> Review {
+    let mut payload = payload.clone();
+    if payload["settings"].is_null() {
+        payload["settings"] = json!({});
     }
-
-    fn list(&self) -> Vec<u8> {
-        let kata: Vec<&Value> = self.nodes.iter().filter(|n| self.is_kata(n)).collect();
-        json!({"kind": "NodeList", "items": kata})
-            .to_string()
-            .into_bytes()
+    let settings = payload["settings"].as_object_mut().unwrap();
+    for (key, value) in [
+        ("runtimeClassName", json!("kata")),
+        (
+            "policyServerServiceAccount",
+            json!("system:serviceaccount:kubewarden:policy-server"),
+        ),
+        ("annotateDecision", json!(false)),
+    ] {
+        settings.entry(key).or_insert(value);
     }
-}
-
-impl Cluster for Selecting {
-    fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
-    }
-    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<NodeList, LookupError> {
-        Ok(NodeList::new(self.list()))
-    }
-    fn node(&self, name: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
-        Ok(self
-            .nodes
-            .iter()
-            .find(|n| n["metadata"]["name"] == name)
-            .map(|n| n.to_string().into_bytes()))
-    }
-    fn may(&self, _: &Subject, _: &str, _: Resource) -> Result<Access, LookupError> {
-        Ok(Access {
-            allowed: true,
-            reason: None,
-        })
-    }
-    // The generated pods have no claims.
-    fn object(
-        &self,
-        _: VolumeKind,
-        _: Option<&str>,
-        _: &str,
-    ) -> Result<Option<Vec<u8>>, LookupError> {
-        Ok(None)
-    }
-    fn objects(&self, _: VolumeKind) -> Result<Vec<u8>, LookupError> {
-        Ok(br#"{"items":[]}"#.to_vec())
-    }
-}
-
-impl Cluster for Fake {
-    fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        Ok(Some(br#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}"#.to_vec()))
-    }
-    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<NodeList, LookupError> {
-        Ok(NodeList::new(self.nodes.clone()))
-    }
-    fn node(&self, name: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
-        let list: Value = serde_json::from_slice(&self.nodes).unwrap();
-        Ok(list["items"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|n| n["metadata"]["name"] == name)
-            .map(|n| n.to_string().into_bytes()))
-    }
-    fn may(&self, _: &Subject, _: &str, _: Resource) -> Result<Access, LookupError> {
-        Ok(Access {
-            allowed: true,
-            reason: None,
-        })
-    }
-    // The generated pods have no claims.
-    fn object(
-        &self,
-        _: VolumeKind,
-        _: Option<&str>,
-        _: &str,
-    ) -> Result<Option<Vec<u8>>, LookupError> {
-        Ok(None)
-    }
-    fn objects(&self, _: VolumeKind) -> Result<Vec<u8>, LookupError> {
-        Ok(br#"{"items":[]}"#.to_vec())
-    }
-}
-
-/// `Fake` where every read by name fails: the policy then answers from
-/// the list with the handlers, judging every node (the exhaustive check).
-struct NoReads(Fake);
-
-impl Cluster for NoReads {
-    fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        self.0.runtime_class(name)
-    }
-    fn kata_nodes(
-        &self,
-        selector: Option<&str>,
-        masks: NodeMasks,
-    ) -> Result<NodeList, LookupError> {
-        self.0.kata_nodes(selector, masks)
-    }
-    fn node(&self, _: &str, _: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
-        Err(LookupError::from_host("connection refused".into()))
-    }
-    fn may(
-        &self,
-        subject: &Subject,
-        verb: &str,
-        resource: Resource,
-    ) -> Result<Access, LookupError> {
-        self.0.may(subject, verb, resource)
-    }
-    fn object(
-        &self,
-        kind: VolumeKind,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<Vec<u8>>, LookupError> {
-        self.0.object(kind, namespace, name)
-    }
-    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
-        self.0.objects(kind)
-    }
-}
-
-/// `Fake` where each RuntimeClass runs the handler of its own name.
-struct OwnHandlers(Fake);
-
-impl Cluster for OwnHandlers {
-    fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        Ok(Some(
-            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": name})
-                .to_string()
-                .into_bytes(),
-        ))
-    }
-    fn kata_nodes(
-        &self,
-        selector: Option<&str>,
-        masks: NodeMasks,
-    ) -> Result<NodeList, LookupError> {
-        self.0.kata_nodes(selector, masks)
-    }
-    fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
-        self.0.node(name, masks)
-    }
-    fn may(
-        &self,
-        subject: &Subject,
-        verb: &str,
-        resource: Resource,
-    ) -> Result<Access, LookupError> {
-        self.0.may(subject, verb, resource)
-    }
-    fn object(
-        &self,
-        kind: VolumeKind,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<Vec<u8>>, LookupError> {
-        self.0.object(kind, namespace, name)
-    }
-    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
-        self.0.objects(kind)
-    }
+    let review = kata_runtime_policy::admission::review(payload.to_string().as_bytes(), cluster);
+    let explanation = review.decision.explanation();
+    assert!(
+        !explanation.starts_with("invalid policy settings"),
+        "{explanation}"
+    );
+    review
 }
 
 fn decide(object: &Value, nodes: &[Value]) -> Review {
@@ -729,12 +590,12 @@ fn decide(object: &Value, nodes: &[Value]) -> Review {
 fn decide_with(object: &Value, nodes: &[Value], settings: Value) -> Review {
     let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
         "operation": "CREATE", "object": object}, "settings": settings});
-    let cluster = Fake {
-        nodes: json!({"kind": "NodeList", "items": nodes})
+    let cluster = fake(
+        json!({"kind": "NodeList", "items": nodes})
             .to_string()
             .into_bytes(),
-    };
-    review(payload.to_string().as_bytes(), &cluster)
+    );
+    review(&payload, &cluster)
 }
 
 fn pod(spec: Value) -> Value {
@@ -1011,8 +872,8 @@ proptest! {
         spec in pod_spec(), nodes in nodes(), how in pick(&FEATURE_USES),
         which in any::<prop::sample::Index>(),
         others in proptest::sample::subsequence(
-            Feature::ALL.map(Feature::name).to_vec(),
-            0..=Feature::ALL.len(),
+            PodFeature::ALL.map(PodFeature::name).to_vec(),
+            0..=PodFeature::ALL.len(),
         ),
     ) {
         let (how, feature) = how;
@@ -1050,7 +911,7 @@ proptest! {
         add_feature_use(&mut object, how, which);
         let settings = json!({"skipPodsUsing": [feature], "incompatiblePod": "reject"});
         match decide_with(&object, &nodes, settings) {
-            a if matches!(a.decision, Decision::Reject(_)) && a.decision.code().is_none() => {
+            a if matches!(a.decision, Decision::Reject(_)) && a.decision.code() == Some(422) => {
                 let explanation = a.decision.explanation();
                 let named = format!("(skipPodsUsing: {feature})");
                 prop_assert!(explanation.contains(&named), "{}", explanation);
@@ -1113,18 +974,20 @@ proptest! {
             spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                 {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [pin]}]}]}}});
         }
-        let cluster = Selecting { nodes, selector: "katacontainers.io/kata-runtime" };
+        let cluster = selecting(nodes);
         let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "operation": "CREATE", "object": pod(spec.clone())},
             "settings": {"kataNodeSelector": "katacontainers.io/kata-runtime"}});
-        let named = review(payload.to_string().as_bytes(), &cluster);
-        let list = cluster.list();
+        let named = review(&payload, &cluster);
+        let list = cluster.list_answer(Some("katacontainers.io/kata-runtime"), NodeMasks::Plain).unwrap();
         let needs = HandlerNeeds {
             handler: "kata".into(),
             required: false,
             features: Default::default(),
         };
-        let listed = constraints(&spec).with_handler(Some(needs)).find_feasible(&list);
+        let needs = KubeletNeeds::of(Some(needs), CriNeeds::default());
+        let c = constraints(&spec);
+        let listed = kata_runtime_policy::scheduling::Pass::new(&c, &needs, needs.stop()).scan(&list);
         prop_assert_eq!(
             matches!(named.decision, Decision::Mutate { .. }),
             matches!(listed, Ok(kata_runtime_policy::scheduling::Feasibility::Fits { .. })),
@@ -1158,9 +1021,11 @@ proptest! {
         let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "operation": "CREATE", "object": pod(spec)},
             "settings": {"runtimeHandlerCheck": check, "skipPodsUsing": []}});
-        let fake = || Fake { nodes: json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes() };
-        let probed = review(payload.to_string().as_bytes(), &fake());
-        let exhaustive = review(payload.to_string().as_bytes(), &NoReads(fake()));
+        let fake = || fake(json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes());
+        let probed = review(&payload, &fake());
+        // Every read by name fails: the policy then answers from the list
+        // with the handlers, judging every node (the exhaustive check).
+        let exhaustive = review(&payload, &fake().every_read(Err(LookupError::from_host("connection refused".into()))));
         match (&probed.decision, &exhaustive.decision) {
             (
                 Decision::Mutate { class, broken, .. },
@@ -1207,12 +1072,15 @@ proptest! {
         if shuffle {
             classes.reverse();
         }
-        let cluster = OwnHandlers(Fake { nodes: json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes() });
+        // Each RuntimeClass runs the handler of its own name.
+        let own = |name: &&str| json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": name});
+        let cluster = fake(json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes())
+            .classes(classes.iter().map(own).collect());
         let run = |first: &str, rest: &[&str]| {
             let payload = json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                 "operation": "CREATE", "object": pod(spec.clone())},
                 "settings": {"runtimeClassName": first, "fallbackRuntimeClasses": rest, "runtimeHandlerCheck": check}});
-            review(payload.to_string().as_bytes(), &cluster).decision
+            review(&payload, &cluster).decision
         };
         let alone: Vec<Decision> = classes.iter().map(|c| run(c, &[])).collect();
         let first_alone = classes.iter().zip(&alone).find(|(_, d)| matches!(d, Decision::Mutate { .. }));
@@ -1429,7 +1297,7 @@ proptest! {
     fn the_annotation_keeps_whole_reasons(
         reasons in proptest::collection::vec("[a-z; é€]{0,300}", 0..8),
     ) {
-        let out = bounded("unchanged: ", &Reasons(reasons.clone()));
+        let out = bounded("unchanged: ", &Findings(reasons.clone()));
         prop_assert!(out.len() <= MAX_VALUE_BYTES, "{} bytes", out.len());
         let rest = out.strip_prefix("unchanged: ").unwrap();
         let whole = (0..=reasons.len()).rev().any(|k| {

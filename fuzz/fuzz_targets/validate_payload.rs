@@ -3,7 +3,7 @@
 #![no_main]
 
 use fuzz_support::{
-    FakeCluster, check_response, serde_json_reads, strict_json, strip_decision_annotation,
+    check_response, fixed_cluster, serde_json_reads, strict_json, strip_decision_annotation,
     strip_runtime_class,
 };
 use kata_runtime_policy::admission::review;
@@ -12,11 +12,12 @@ use kata_runtime_policy::response::render;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let admission = review(data, &FakeCluster::fixed());
+    let admission = review(data, &fixed_cluster());
 
     if let (Decision::Mutate { class, .. }, Some(object)) = (&admission.decision, &admission.object)
     {
-        // A configured class: the default, or one the settings name.
+        // A configured class: one the settings name (runtimeClassName is
+        // required; "kata", the corpus's, may be written with escapes).
         assert!(
             class == "kata"
                 || (!class.is_empty() && data.windows(class.len()).any(|w| w == class.as_bytes())),

@@ -1,11 +1,9 @@
-//! Shared by the fuzz targets: a fake [`Cluster`] and strict JSON helpers for
-//! the invariants.
+//! Shared by the fuzz targets: the policy's fake cluster set up with the
+//! fuzzed answers, and strict JSON helpers for the invariants.
 
 use std::fmt;
 
-use kata_runtime_policy::cluster::{
-    Access, Cluster, LookupError, NodeList, NodeMasks, Resource, Subject, VolumeKind,
-};
+use kata_runtime_policy::cluster::{FakeCluster, VolumeKind};
 // What the node-reader oracle takes from its parent module.
 use kata_runtime_policy::node::{
     HandlerFeature, HandlerFeatures, HandlerReport, KeyFilter, Node, Scan, Str, scan_node_list,
@@ -27,82 +25,42 @@ pub const RUNTIME_CLASS: &str = r#"{"apiVersion":"node.k8s.io/v1","kind":"Runtim
 /// taint the RuntimeClass tolerates, and a cordoned Kata worker.
 pub const NODE_LIST: &str = r#"{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":[{"metadata":{"name":"master","labels":{"kubernetes.io/hostname":"master","kubernetes.io/os":"linux","node-role.kubernetes.io/master":"","node-role.kubernetes.io/control-plane":""}},"spec":{"taints":[{"key":"node-role.kubernetes.io/master","effect":"NoSchedule"}]}},{"metadata":{"name":"worker-1","labels":{"kubernetes.io/hostname":"worker-1","kubernetes.io/os":"linux","katacontainers.io/kata-runtime":"true","zone":"a","cores":"8"}},"spec":{"taints":[{"key":"kata.example.com/dedicated","value":"true","effect":"NoSchedule"}]}},{"metadata":{"name":"worker-2","labels":{"kubernetes.io/hostname":"worker-2","katacontainers.io/kata-runtime":"true","zone":"b","cores":"2"}},"spec":{"taints":[{"key":"node.kubernetes.io/unschedulable","effect":"NoSchedule"}],"unschedulable":true}}]}"#;
 
-/// A cluster that answers every lookup with fixed bytes.
-pub struct FakeCluster<'a> {
-    pub runtime_class: &'a [u8],
-    pub nodes: &'a [u8],
-    /// Answers for the volume lookups, by position: a claim, a volume, a
-    /// storage class (every read by name of that kind gets it), the volume
-    /// list, the storage class list. Missing ones read as "not found" (by
-    /// name) or an empty list.
-    pub volumes: Vec<&'a [u8]>,
+/// A cluster that answers every lookup with fixed bytes, as they are: the
+/// RuntimeClass whatever its name, the node list, and (for every read by
+/// name, so that pinned pods drive the single-node reader with them) the
+/// same node bytes. `volumes` are the volume lookups' answers, by position:
+/// a claim, a volume, a storage class (every read by name of that kind gets
+/// it), the volume list, the storage class list. Missing ones read as "not
+/// found" (by name) or an empty list.
+pub fn fake_cluster(runtime_class: &[u8], nodes: &[u8], volumes: &[&[u8]]) -> FakeCluster {
+    let mut cluster = FakeCluster::new(Vec::new())
+        .unmasked()
+        .class_bytes(runtime_class.to_vec())
+        .list_bytes(nodes.to_vec())
+        .every_read(Ok(Some(nodes.to_vec())));
+    let by_name = [
+        VolumeKind::PersistentVolumeClaim,
+        VolumeKind::PersistentVolume,
+        VolumeKind::StorageClass,
+    ];
+    for (kind, answer) in by_name.into_iter().zip(volumes) {
+        cluster = cluster.volume_answer(kind, answer.to_vec());
+    }
+    let listed = [
+        (VolumeKind::PersistentVolumeClaim, 3),
+        (VolumeKind::PersistentVolume, 3),
+        (VolumeKind::StorageClass, 4),
+    ];
+    for (kind, at) in listed {
+        let answer = volumes.get(at).copied().unwrap_or(br#"{"items":[]}"#);
+        cluster = cluster.volume_list(kind, answer.to_vec());
+    }
+    cluster
 }
 
-impl FakeCluster<'static> {
-    pub fn fixed() -> Self {
-        FakeCluster {
-            runtime_class: RUNTIME_CLASS.as_bytes(),
-            nodes: NODE_LIST.as_bytes(),
-            volumes: Vec::new(),
-        }
-    }
-}
-
-impl Cluster for FakeCluster<'_> {
-    fn runtime_class(&self, _name: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        Ok(Some(self.runtime_class.to_vec()))
-    }
-
-    fn kata_nodes(
-        &self,
-        _label_selector: Option<&str>,
-        _masks: NodeMasks,
-    ) -> Result<NodeList, LookupError> {
-        Ok(NodeList::new(self.nodes.to_vec()))
-    }
-
-    /// A read by name answers the fuzzed node bytes themselves, so that
-    /// pinned pods drive the single-node reader with them.
-    fn node(&self, _name: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
-        Ok(Some(self.nodes.to_vec()))
-    }
-
-    fn may(
-        &self,
-        _subject: &Subject,
-        _verb: &str,
-        _resource: Resource,
-    ) -> Result<Access, LookupError> {
-        Ok(Access {
-            allowed: true,
-            reason: None,
-        })
-    }
-
-    fn object(
-        &self,
-        kind: VolumeKind,
-        _namespace: Option<&str>,
-        _name: &str,
-    ) -> Result<Option<Vec<u8>>, LookupError> {
-        let at = match kind {
-            VolumeKind::PersistentVolumeClaim => 0,
-            VolumeKind::PersistentVolume => 1,
-            VolumeKind::StorageClass => 2,
-        };
-        Ok(self.volumes.get(at).map(|b| b.to_vec()))
-    }
-
-    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
-        let at = match kind {
-            VolumeKind::StorageClass => 4,
-            _ => 3,
-        };
-        Ok(self
-            .volumes
-            .get(at)
-            .map_or_else(|| br#"{"items":[]}"#.to_vec(), |b| b.to_vec()))
-    }
+/// [`fake_cluster`] with [`RUNTIME_CLASS`], [`NODE_LIST`] and no volume.
+pub fn fixed_cluster() -> FakeCluster {
+    fake_cluster(RUNTIME_CLASS.as_bytes(), NODE_LIST.as_bytes(), &[])
 }
 
 /// Whether serde_json (and so policy-server, which builds every payload

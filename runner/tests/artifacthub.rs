@@ -428,25 +428,26 @@ fn with_install(package: &str, install: &str) -> String {
     out
 }
 
-/// The install text says what a working policy needs, not kwctl's
-/// default, whose scaffold cannot read the cluster.
+/// The install text is the README's path (the dedicated PolicyServer, its
+/// RBAC, the dry run first), not kwctl's default, whose scaffold cannot
+/// read the cluster, and names the settings the policy requires.
 #[test]
 fn the_install_text_gives_a_policy_that_works() {
     let install = read("artifacthub-install.md");
     for needed in [
-        "--allow-context-aware",
-        "policyServerServiceAccount",
-        "failurePolicy: Ignore",
-        "timeoutSeconds",
-        "examples/rbac.yaml",
         "examples/policy-server.yaml",
+        "examples/rbac.yaml",
+        "examples/cluster-admission-policy-monitor.yaml",
+        "examples/cluster-admission-policy.yaml",
+        "runtimeClassName",
+        "policyServerServiceAccount",
     ] {
         assert!(
             install.contains(needed),
             "artifacthub-install.md lacks {needed}"
         );
     }
-    assert!(read("artifacthub-pkg.yml").contains(" --allow-context-aware \\\n"));
+    assert!(read("artifacthub-pkg.yml").contains("examples/cluster-admission-policy-monitor.yaml"));
 }
 
 #[test]

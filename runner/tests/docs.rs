@@ -533,6 +533,9 @@ fn issue_mention(line: &str) -> Option<String> {
 }
 
 /// Every problem of one document.
+/// This repository's files on GitHub, followed by `TAG/PATH`.
+const OWN_BLOB: &str = "https://github.com/kata-runtime-policy/kata-runtime-policy/blob/";
+
 fn check_document(tree: &dyn Tree, doc: &str, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let dirs = top_dirs(tree);
@@ -582,12 +585,35 @@ fn check_document(tree: &dyn Tree, doc: &str, text: &str) -> Vec<String> {
             continue;
         }
         for target in link_targets(line) {
+            // A link to this repository's own file at a release tag is
+            // that file here: the release is this tree.
+            if let Some(rest) = target.strip_prefix(OWN_BLOB) {
+                let rest = rest.split_once('/').map_or("", |(_tag, path)| path);
+                let (path, anchor) = rest.split_once('#').unwrap_or((rest, ""));
+                if path_exists(tree, path) {
+                    check_anchor(tree, &at, path, anchor, &mut problems);
+                } else {
+                    problems.push(format!(
+                        "{at}: link {target} names {path}, which does not exist"
+                    ));
+                }
+                continue;
+            }
             if target.is_empty() || is_url(&target) {
                 continue;
             }
             let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
             if path.is_empty() {
                 check_anchor(tree, &at, doc, anchor, &mut problems);
+                continue;
+            }
+            // README.md is also the module's embedded documentation (kwctl
+            // annotate -u) and the Artifact Hub page, where a relative link
+            // leads nowhere.
+            if doc == "README.md" {
+                problems.push(format!(
+                    "{at}: link {target} is relative: README.md is also read inside the module and on Artifact Hub; link {OWN_BLOB}vX.Y.Z/{path}"
+                ));
                 continue;
             }
             match join(dir_of(doc), path) {
@@ -641,8 +667,8 @@ fn sound() -> Vec<(&'static str, &'static str)> {
         (
             "README.md",
             "# Kata runtime policy\n\n## Monitor, then protect\n\n## Upgrade and roll back\n\n\
-             See [the settings](docs/settings.md#annotatedecision), [RBAC](examples/rbac.yaml),\n\
-             [below](#monitor-then-protect), [docs](docs/) and ![a logo](docs/logo.svg \"Logo\").\n\
+             See [the settings](https://github.com/kata-runtime-policy/kata-runtime-policy/blob/v1.0.0/docs/settings.md#annotatedecision), [RBAC](https://github.com/kata-runtime-policy/kata-runtime-policy/blob/v1.0.0/examples/rbac.yaml),\n\
+             [below](#monitor-then-protect), [docs](https://github.com/kata-runtime-policy/kata-runtime-policy/blob/v1.0.0/docs) and ![a logo](https://github.com/kata-runtime-policy/kata-runtime-policy/blob/v1.0.0/docs/logo.svg \"Logo\").\n\
              Apply `examples/rbac.yaml`, then run `scripts/*.sh`; BENCHMARKS.md has the figures.\n\
              Upstream: [docs/Limitations.md](https://github.com/kata-containers/kata-containers/blob/main/docs/Limitations.md),\n\
              kata-containers [#12008](https://github.com/kata-containers/kata-containers/pull/12008),\n\
@@ -650,7 +676,7 @@ fn sound() -> Vec<(&'static str, &'static str)> {
              kubernetes/can_i, `tissue 5`. Fuzzing writes fuzz/run/ (not committed).\n\n\
              ```console\n$ kwctl scaffold manifest > policy.yaml\n$ kubectl apply -f policy.yaml\n\
              $ kubectl apply -f examples/rbac.yaml\n$ kubectl apply -f - <<EOF\n[not a link](nowhere.md)\n```\n\n\
-             [ref]: docs/settings.md#restrictruntimeclasses\n",
+             [ref]: https://github.com/kata-runtime-policy/kata-runtime-policy/blob/v1.0.0/docs/settings.md#restrictruntimeclasses\n",
         ),
         (
             "CHANGELOG.md",
@@ -697,8 +723,18 @@ fn the_checker_names_each_problem_with_its_line() {
     for (file, text, expected) in [
         (
             "README.md",
-            "# A\n\nSee [x](docs/missing.md).\n",
-            "README.md:3: link docs/missing.md points to docs/missing.md, which does not exist",
+            "# A\n\nSee [x](docs/settings.md).\n",
+            "README.md:3: link docs/settings.md is relative: README.md is also read inside the module and on Artifact Hub; link https://github.com/kata-runtime-policy/kata-runtime-policy/blob/vX.Y.Z/docs/settings.md",
+        ),
+        (
+            "README.md",
+            "# A\n\nSee [x](https://github.com/kata-runtime-policy/kata-runtime-policy/blob/v1.0.0/docs/missing.md).\n",
+            "README.md:3: link https://github.com/kata-runtime-policy/kata-runtime-policy/blob/v1.0.0/docs/missing.md names docs/missing.md, which does not exist",
+        ),
+        (
+            "RELIABILITY.md",
+            "# R\n\nSee [x](https://github.com/kata-runtime-policy/kata-runtime-policy/blob/v1.0.0/docs/settings.md#checkvolumes).\n",
+            "RELIABILITY.md:3: docs/settings.md has no heading for #checkvolumes",
         ),
         (
             "docs/settings.md",

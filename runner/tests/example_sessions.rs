@@ -41,14 +41,23 @@ fn account() -> String {
         .to_string()
 }
 
-/// The Makefile's `EXAMPLE_SESSIONS`.
-fn listed_sessions() -> BTreeSet<String> {
+/// The Makefile's `EXAMPLE_SESSIONS`: paths under test_data/sessions/
+/// (recorded with the example's class), each copied under its file name.
+fn listed_sources() -> BTreeSet<String> {
     let makefile = std::fs::read_to_string(root().join("Makefile")).unwrap();
     let line = makefile
         .lines()
         .find_map(|l| l.strip_prefix("EXAMPLE_SESSIONS :="))
         .expect("the Makefile sets EXAMPLE_SESSIONS");
     line.split_whitespace().map(str::to_string).collect()
+}
+
+/// The file names of the copies.
+fn listed_sessions() -> BTreeSet<String> {
+    listed_sources()
+        .iter()
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+        .collect()
 }
 
 fn committed_sessions() -> BTreeSet<String> {
@@ -84,7 +93,7 @@ fn the_example_sessions_are_what_the_script_writes() {
         .arg(account())
         .arg(&out)
         .args(
-            listed
+            listed_sources()
                 .iter()
                 .map(|name| format!("test_data/sessions/{name}")),
         )

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{policy, request, session};
+use common::{request, session, test_policy};
 use kwrun::{CallbackRequest, Exchange, Response, Session};
 use serde_json::{Value, json};
 
@@ -157,7 +157,7 @@ const MATRIX: &[(&str, &str, bool, &str)] = &[
 
 #[test]
 fn every_host_failure_has_its_documented_outcome() {
-    let p = policy();
+    let p = test_policy();
     for (file, settings, allowed, reason) in MATRIX {
         let settings: Value = serde_json::from_str(settings).unwrap();
         let verdict = p
@@ -187,7 +187,7 @@ fn every_host_failure_has_its_documented_outcome() {
 /// assigned: " start, in one line, a refused one no patch.
 #[test]
 fn every_host_failure_is_annotated_only_when_admitted() {
-    let p = policy();
+    let p = test_policy();
     for (file, settings, allowed, reason) in MATRIX {
         let mut settings: Value = serde_json::from_str(settings).unwrap();
         settings["annotateDecision"] = json!(true);
@@ -230,7 +230,7 @@ fn every_host_failure_is_annotated_only_when_admitted() {
 /// off and the permission.
 #[test]
 fn a_refused_volume_read_names_the_setting_in_the_warning() {
-    let p = policy();
+    let p = test_policy();
     for (settings, allowed) in [
         (json!({}), true),
         (json!({"lookupFailure": "reject"}), false),
@@ -357,7 +357,7 @@ fn big_session(nodes: &str) -> Session {
 
 #[test]
 fn a_list_of_100000_nodes_is_handled_in_full() {
-    let p = policy();
+    let p = test_policy();
     let nodes = big_node_list(100_000);
     assert!(nodes.len() > 30_000_000, "{} bytes", nodes.len());
     let mut pod = request("pod-plain.json");

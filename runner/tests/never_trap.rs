@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{kata_mandatory, policy, request, root, session};
+use common::{kata_mandatory, request, root, session, test_policy, test_settings};
 use std::str::FromStr;
 
 use kwrun::{Response, Session};
@@ -89,7 +89,7 @@ fn assert_well_formed(response: &[u8], key: &str, case: &[u8]) {
 
 #[test]
 fn validate_never_traps() {
-    let p = policy();
+    let p = test_policy();
     let seeds: Vec<Vec<u8>> = std::fs::read_dir(root().join("test_data"))
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -97,11 +97,13 @@ fn validate_never_traps() {
         .flat_map(|path| {
             let req = request(path.file_name().unwrap().to_str().unwrap());
             // The defaults, the Kata-mandatory settings (refusals), and
-            // the decision annotation (a patch on every admitted pod).
+            // the decision annotation (a patch on every admitted pod), each
+            // with the required settings; and no settings (refused, 400).
             [
-                json!({}),
-                kata_mandatory(),
-                json!({"annotateDecision": true}),
+                test_settings(&json!({})),
+                test_settings(&kata_mandatory()),
+                test_settings(&json!({"annotateDecision": true})),
+                Value::Null,
             ]
             .map(|settings| {
                 serde_json::to_vec(&json!({"request": req, "settings": settings})).unwrap()
@@ -129,11 +131,12 @@ fn validate_never_traps() {
 
 #[test]
 fn validate_settings_never_traps() {
-    let p = policy();
+    let p = test_policy();
     let seeds = vec![
         std::fs::read(root().join("policy-settings.json")).unwrap(),
         br#"{"kataNodeSelector":"a in (b, c), !d, e>5","noFeasibleNode":"reject"}"#.to_vec(),
-        kata_mandatory().to_string().into_bytes(),
+        test_settings(&kata_mandatory()).to_string().into_bytes(),
+        b"{}".to_vec(),
         br#"{"incompatiblePod":"Reject"}"#.to_vec(),
         br#"{"annotateDecision":true,"restrictRuntimeClasses":true,"allowedRuntimeClasses":["gvisor"]}"#
             .to_vec(),
@@ -169,7 +172,7 @@ fn with_handlers(session_file: &str, handlers: &Value) -> Session {
 /// answer is always a well-formed verdict.
 #[test]
 fn hostile_runtime_handlers_never_trap() {
-    let p = policy();
+    let p = test_policy();
     let plain = request("pod-plain.json");
     let not_reported = "kata runtime not assigned: 0/2 kata nodes can run this pod: \
                         2 node(s) do not report runtime handler \"kata-qemu\"";
@@ -324,7 +327,7 @@ enum Outcome {
 /// verdict every time, and no query to the cluster for a pod with a claim.
 #[test]
 fn hostile_resource_claims_never_trap() {
-    let p = policy();
+    let p = test_policy();
     let template = request("pod-dra-template.json");
     let finding = |claim: &str, used_by: &str| {
         format!(
@@ -543,7 +546,7 @@ fn with_features(session_file: &str, raw: &str) -> Session {
 /// supports nothing, and the answer is always a well-formed verdict.
 #[test]
 fn hostile_node_features_never_trap() {
-    let p = policy();
+    let p = test_policy();
     let strict = request("pod-strict-supplemental-groups.json");
     let unsupported = "kata runtime not assigned: 0/2 kata nodes can run this pod: \
                        2 node(s) do not support supplementalGroupsPolicy: Strict";
@@ -669,7 +672,7 @@ enum Judged {
 /// every time; a shape the API server would never send is not a Pod.
 #[test]
 fn hostile_image_volumes_policies_and_gates_never_trap() {
-    let p = policy();
+    let p = test_policy();
     let nested = Value::from_str(&format!("{}{}", "[".repeat(60), "]".repeat(60))).unwrap();
     let image = request("pod-image-volume.json");
     let strict = request("pod-strict-supplemental-groups.json");

@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{policy, root};
+use common::{root, test_policy, test_settings};
 use serde_json::Value;
 
 fn yaml(path: &str) -> Value {
@@ -103,14 +103,15 @@ fn every_setting_is_documented_and_asked_with_its_default() {
         }
     }
     // Every enum option is a value the policy accepts, and nothing else is.
-    let p = policy();
+    let p = test_policy();
     for question in questions {
         let name = question["variable"].as_str().unwrap();
         let Some(options) = question["options"].as_array() else {
             continue;
         };
         for option in options.iter().chain([&Value::from("bogus")]) {
-            let settings = serde_json::to_vec(&serde_json::json!({ name: option })).unwrap();
+            let settings = test_settings(&serde_json::json!({ name: option }));
+            let settings = serde_json::to_vec(&settings).unwrap();
             let verdict = p.validate_settings(&settings).unwrap();
             assert_eq!(
                 verdict["valid"],
@@ -129,6 +130,34 @@ fn every_setting_is_documented_and_asked_with_its_default() {
     // The documented example is what the policy accepts, and it is the defaults.
     let text = std::fs::read(root().join("policy-settings.json")).unwrap();
     assert_eq!(p.validate_settings(&text).unwrap()["valid"], true);
+    // A setting the policy cannot do without is a required question, and
+    // its description says it is: policy-settings.json without it is refused.
+    let mut required = BTreeSet::new();
+    for question in questions {
+        let name = question["variable"].as_str().unwrap();
+        let mut without = defaults.clone();
+        without.remove(name);
+        let verdict = p
+            .validate_settings(&serde_json::to_vec(&without).unwrap())
+            .unwrap();
+        if verdict["valid"] == false {
+            let message = verdict["message"].as_str().unwrap();
+            assert!(
+                message.starts_with(&format!("{name} is required: ")),
+                "{message}"
+            );
+            assert_eq!(question["required"], true, "{name}");
+            assert!(
+                (question["description"].as_str().unwrap_or_default()).starts_with("Required: set"),
+                "{name}: the description says what to set"
+            );
+            required.insert(name);
+        }
+    }
+    assert_eq!(
+        required,
+        BTreeSet::from(["policyServerServiceAccount", "runtimeClassName"])
+    );
 }
 
 /// The examples are what the README installs, and they agree with each
@@ -146,7 +175,7 @@ fn examples_are_ready_to_apply() {
     const MANDATORY: &str = "examples/cluster-admission-policy-kata-mandatory.yaml";
     const OPT_OUT: &str = "kata-runtime-policy.kubewarden.io/opt-out";
     let m = yaml("metadata.yml");
-    let p = policy();
+    let p = test_policy();
     let find = |docs: &[Value], kind: &str, file: &str| -> Value {
         docs.iter()
             .find(|d| d["kind"] == kind)
@@ -265,7 +294,7 @@ fn examples_are_ready_to_apply() {
     assert_eq!(
         mandatory["spec"]["settings"],
         serde_json::json!({
-            "runtimeClassName": "kata",
+            "runtimeClassName": "kata-qemu-runtime-rs",
             "kataNodeSelector": "katacontainers.io/kata-runtime=true",
             "policyServerServiceAccount": account,
             "incompatiblePod": "reject",
@@ -329,12 +358,13 @@ fn examples_are_ready_to_apply() {
             "name": sa["metadata"]["name"], "namespace": sa["metadata"]["namespace"]}])
     );
 
-    // kata-deploy 4.1.0's "kata" class (runtimeClasses.createDefault=true):
-    // the default shim's handler, the qemu overhead, both node labels.
+    // kata-deploy 4.1.0's default shim's class, kata-qemu-runtime-rs (the
+    // class policy-settings.json assigns): its handler, the qemu overhead,
+    // both node labels.
     let rc = find(
-        &yaml_docs("examples/runtimeclass-kata.yaml"),
+        &yaml_docs("examples/runtimeclass-kata-qemu-runtime-rs.yaml"),
         "RuntimeClass",
-        "examples/runtimeclass-kata.yaml",
+        "examples/runtimeclass-kata-qemu-runtime-rs.yaml",
     );
     assert_eq!(
         rc["metadata"]["name"],
@@ -365,7 +395,7 @@ fn examples_are_ready_to_apply() {
 /// The features the compiled policy knows, from its own refusal of an
 /// unknown one (`… known features: a, b, …`).
 fn known_features() -> Vec<String> {
-    let verdict = policy()
+    let verdict = test_policy()
         .validate_settings(br#"{"skipPodsUsing": ["noSuchFeature"]}"#)
         .unwrap();
     assert_eq!(verdict["valid"], false, "{verdict}");
@@ -428,7 +458,7 @@ fn the_shipped_skip_list_is_the_policys_default() {
         ],
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
     });
-    let p = policy();
+    let p = test_policy();
     let reason_with = |settings: Value| {
         let verdict = p
             .validate(&request, &settings, kwrun::Session::none())
@@ -541,7 +571,7 @@ fn example_settings(file: &str) -> Value {
 /// (from its own refusal of an unknown one), the deprecated one aside.
 #[test]
 fn the_shipped_defaults_name_every_setting() {
-    let verdict = policy()
+    let verdict = test_policy()
         .validate_settings(br#"{"noSuchSetting": true}"#)
         .unwrap();
     assert_eq!(verdict["valid"], false, "{verdict}");
@@ -559,10 +589,10 @@ fn the_shipped_defaults_name_every_setting() {
     assert!(known.contains("incompatiblePod"), "{message}");
 }
 
-/// examples/cluster-admission-policy-kata-mandatory.yaml is what the README's
-/// "Kata-mandatory namespaces" (the one strict recipe, in "Monitor, then
-/// protect") says it is, and the compiled policy, with its settings, gives
-/// each kind of pod the outcome and the message the README's table quotes.
+/// examples/cluster-admission-policy-kata-mandatory.yaml is what the
+/// operations guide's "Kata-mandatory namespaces" (the one strict recipe)
+/// says it is, and the compiled policy, with its settings, gives each kind
+/// of pod the outcome and the message the guide's table quotes.
 #[test]
 fn the_kata_mandatory_example_is_what_the_readme_documents() {
     const FILE: &str = "examples/cluster-admission-policy-kata-mandatory.yaml";
@@ -595,13 +625,13 @@ fn the_kata_mandatory_example_is_what_the_readme_documents() {
     ] {
         assert_eq!(settings[key], value, "{key}");
     }
-    let p = policy();
+    let p = test_policy();
     let verdict = p
         .validate_settings(&serde_json::to_vec(&settings).unwrap())
         .unwrap();
     assert_eq!(verdict["valid"], true, "{verdict}");
 
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
     let section = readme
         .split_once("\n### Kata-mandatory namespaces\n")
         .expect("a Kata-mandatory section")
@@ -622,7 +652,7 @@ fn the_kata_mandatory_example_is_what_the_readme_documents() {
         .unwrap()
         .0;
     let documented: Value = serde_yaml::from_str(block).unwrap();
-    assert_eq!(documented, settings, "README settings block");
+    assert_eq!(documented, settings, "the guide's settings block");
     // The NotIn expression offered for the general policy names the label.
     assert!(
         section.contains(&format!(
@@ -642,7 +672,10 @@ fn the_kata_mandatory_example_is_what_the_readme_documents() {
         let session = if session.is_empty() {
             kwrun::Session::none()
         } else {
-            let path = root().join("test_data/sessions").join(session);
+            // Recorded with kata-deploy 4.x's class, the example's.
+            let path = root()
+                .join("test_data/sessions/kata-deploy-4")
+                .join(session);
             let text = std::fs::read_to_string(&path).unwrap();
             let text = text.replace(
                 "user: system:serviceaccount:kubewarden:policy-server",
@@ -659,7 +692,7 @@ fn the_kata_mandatory_example_is_what_the_readme_documents() {
         let message = v["message"].as_str().unwrap().to_string();
         assert!(
             section.contains(&format!("`{message}`")),
-            "README Kata-mandatory table lacks `{message}`"
+            "the guide's Kata-mandatory table lacks `{message}`"
         );
         message
     };
@@ -674,7 +707,7 @@ fn the_kata_mandatory_example_is_what_the_readme_documents() {
             .unwrap_or_else(|| panic!("{pod}: {message}"));
         assert!(
             section.contains(&format!("`… and not assigned: {findings}`")),
-            "README Kata-mandatory table lacks {pod}'s findings: {findings}"
+            "the guide's Kata-mandatory table lacks {pod}'s findings: {findings}"
         );
     }
     refused_with(&common::request("pod-runc.json"), "");
@@ -689,12 +722,15 @@ fn the_kata_mandatory_example_is_what_the_readme_documents() {
 
     let plain = verdict_for(&common::request("pod-plain.json"), "kata-workers.yml");
     assert_eq!(plain["accepted"], true, "{plain}");
-    assert_eq!(plain["mutated_object"]["spec"]["runtimeClassName"], "kata");
+    assert_eq!(
+        plain["mutated_object"]["spec"]["runtimeClassName"],
+        settings["runtimeClassName"]
+    );
     let reason = plain["audit_annotations"]["reason"].as_str().unwrap();
     assert!(section.contains(&format!("`{reason}`")), "{reason}");
 
     let mut kata = common::request("pod-plain.json");
-    kata["object"]["spec"]["runtimeClassName"] = "kata".into();
+    kata["object"]["spec"]["runtimeClassName"] = settings["runtimeClassName"].clone();
     let v = verdict_for(&kata, "");
     assert_eq!(v["accepted"], true, "{v}");
     let reason = v["audit_annotations"]["reason"].as_str().unwrap();

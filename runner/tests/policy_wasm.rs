@@ -7,14 +7,14 @@
 
 mod common;
 
-use common::{kata_mandatory, policy, request, root, session};
-use kwrun::{AdmissionResponse, Policy, Session};
+use common::{TestPolicy, kata_mandatory, request, root, session, test_policy, test_settings};
+use kwrun::{AdmissionResponse, Session};
 use serde_json::{Value, json};
 
 /// Runs one fixture and checks that the session was used up exactly when the
 /// policy was expected to ask the cluster.
 fn run(
-    policy: &Policy,
+    policy: &TestPolicy,
     request_file: &str,
     session_file: &str,
     settings: Value,
@@ -46,10 +46,16 @@ fn assert_unchanged(r: &AdmissionResponse) {
 
 #[test]
 fn settings_are_validated_by_the_module() {
-    let p = policy();
-    assert_eq!(
-        p.validate_settings(b"{}").unwrap(),
-        json!({"valid": true, "message": null})
+    let p = test_policy();
+    // runtimeClassName and policyServerServiceAccount are required: {}
+    // lists both, each with what to set.
+    let empty = p.validate_settings(b"{}").unwrap();
+    assert_eq!(empty["valid"], false, "{empty}");
+    let message = empty["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("runtimeClassName is required: the Kata RuntimeClass to assign")
+            && message.contains("; policyServerServiceAccount is required: the ServiceAccount"),
+        "{message}"
     );
     let ok = std::fs::read(root().join("policy-settings.json")).unwrap();
     assert_eq!(p.validate_settings(&ok).unwrap()["valid"], true);
@@ -58,6 +64,7 @@ fn settings_are_validated_by_the_module() {
         json!({"incompatiblePod": "reject"}),
         kata_mandatory(),
     ] {
+        let ok = test_settings(&ok);
         let v = p.validate_settings(ok.to_string().as_bytes()).unwrap();
         assert_eq!(v, json!({"valid": true, "message": null}), "{ok}");
     }
@@ -104,7 +111,7 @@ fn settings_are_validated_by_the_module() {
 
 #[test]
 fn the_seed_case_and_plain_pods() {
-    let p = policy();
+    let p = test_policy();
     let plain = run(&p, "pod-plain.json", "kata-workers.yml", json!({}));
     assert_only_runtime_class_added(&plain, "kata");
     assert_eq!(plain.uid, "7a1f0c66-1d1e-4c39-9c2e-000000000002");
@@ -143,7 +150,7 @@ fn the_seed_case_and_plain_pods() {
 
 #[test]
 fn pinned_and_bound_pods() {
-    let p = policy();
+    let p = test_policy();
     assert_only_runtime_class_added(
         &run(&p, "pod-daemonset.json", "node-worker-2.yml", json!({})),
         "kata",
@@ -178,7 +185,7 @@ fn pinned_and_bound_pods() {
 
 #[test]
 fn resources_overhead_and_topology_labels() {
-    let p = policy();
+    let p = test_policy();
     let gpu = run(&p, "pod-vfio-gpu.json", "kata-workers.yml", json!({}));
     assert_unchanged(&gpu);
     assert_eq!(
@@ -268,7 +275,7 @@ const CSI_FINDINGS: [&str; 7] = [
 
 #[test]
 fn pods_kata_cannot_run() {
-    let p = policy();
+    let p = test_policy();
     let csi = run(
         &p,
         "pod-csi-node-plugin.json",
@@ -332,7 +339,7 @@ const ASSIGNED: &str = "runtimeClassName \"kata\" assigned: a kata node can run 
 
 #[test]
 fn dra_pods_stay_off_kata_without_asking_the_cluster() {
-    let p = policy();
+    let p = test_policy();
     for (file, reason) in [
         ("pod-dra-template.json", DRA_TEMPLATE),
         ("pod-dra-claim.json", DRA_CLAIM),
@@ -393,7 +400,7 @@ fn dra_pods_stay_off_kata_without_asking_the_cluster() {
 
 #[test]
 fn a_plain_privileged_builder_gets_kata() {
-    let p = policy();
+    let p = test_policy();
     let dind = run(&p, "pod-dind-builder.json", "kata-workers.yml", json!({}));
     assert_only_runtime_class_added(&dind, "kata");
     assert_eq!(dind.warnings, None);
@@ -419,7 +426,7 @@ fn a_plain_privileged_builder_gets_kata() {
 
 #[test]
 fn skipped_requests_never_ask_the_cluster() {
-    let p = policy();
+    let p = test_policy();
     for (file, warned) in [
         (
             "pod-host-network.json",
@@ -455,7 +462,7 @@ fn skipped_requests_never_ask_the_cluster() {
 
 #[test]
 fn runtime_class_scheduling_and_conflicts() {
-    let p = policy();
+    let p = test_policy();
     assert_only_runtime_class_added(
         &run(
             &p,
@@ -502,7 +509,7 @@ fn runtime_class_scheduling_and_conflicts() {
 
 #[test]
 fn cluster_failures_follow_the_settings() {
-    let p = policy();
+    let p = test_policy();
     let none = run(&p, "pod-plain.json", "no-kata-nodes.yml", json!({}));
     assert_unchanged(&none);
     assert!(warning(&none).contains("no node matches kataNodeSelector"));
@@ -537,7 +544,7 @@ fn cluster_failures_follow_the_settings() {
 fn a_changed_query_is_caught_by_the_replay() {
     // A different kataNodeSelector is a different host query: the recorded
     // session no longer matches, and the policy reports a lookup failure.
-    let p = policy();
+    let p = test_policy();
     let r = run(
         &p,
         "pod-plain.json",
@@ -561,7 +568,7 @@ fn a_changed_query_is_caught_by_the_replay() {
 /// misses, and the reason says what that likely means, in the warning too.
 #[test]
 fn a_session_for_another_account_says_so() {
-    let p = policy();
+    let p = test_policy();
     let r = run(
         &p,
         "pod-plain.json",
@@ -590,7 +597,7 @@ fn a_session_for_another_account_says_so() {
 
 #[test]
 fn malformed_requests_are_refused_not_trapped() {
-    let p = policy();
+    let p = test_policy();
     let r = run(&p, "pod-malformed.json", "kata-workers.yml", json!({}));
     assert!(!r.allowed);
     let status = r.status.unwrap();
@@ -611,7 +618,7 @@ fn malformed_requests_are_refused_not_trapped() {
 
 #[test]
 fn unknown_fields_survive_the_mutation() {
-    let p = policy();
+    let p = test_policy();
     let mut req = request("pod-plain.json");
     req["object"]["spec"]["someFutureField"] = json!({"deep": [1, {"x": 12345678901234567890u64}]});
     req["object"]["x-top-level"] = json!(true);
@@ -641,7 +648,7 @@ fn user_namespaces_not_skipped() -> Value {
 
 /// Each runtime-handler session is answered in full: every recorded query
 /// was the one the policy made, field masks included.
-fn assert_session_used_up(p: &Policy, what: &str) {
+fn assert_session_used_up(p: &TestPolicy, what: &str) {
     assert_eq!(
         common::required_left(&p.take_session()),
         0,
@@ -651,7 +658,7 @@ fn assert_session_used_up(p: &Policy, what: &str) {
 
 #[test]
 fn the_k3s_story_labelled_nodes_without_the_handler() {
-    let p = policy();
+    let p = test_policy();
     let k3s = run(&p, "pod-plain.json", "handlers-k3s.yml", json!({}));
     assert_unchanged(&k3s);
     assert_explained(
@@ -699,7 +706,7 @@ fn the_k3s_story_labelled_nodes_without_the_handler() {
 
 #[test]
 fn a_partial_cluster_gets_kata_with_a_warning() {
-    let p = policy();
+    let p = test_policy();
     // kata-broken comes first in the list: it is read by name, then
     // kata-good, which can start the pod. kata-cordoned lacks the handler
     // too but fails a scheduler filter, so it is neither read nor named.
@@ -732,7 +739,7 @@ fn a_partial_cluster_gets_kata_with_a_warning() {
 
 #[test]
 fn label_free_required_lets_the_handler_alone_decide() {
-    let p = policy();
+    let p = test_policy();
     let required = json!({"kataNodeSelector": "", "runtimeHandlerCheck": "required"});
     let plain = run(
         &p,
@@ -785,7 +792,7 @@ fn label_free_required_lets_the_handler_alone_decide() {
 
 #[test]
 fn handler_features_for_user_namespaces_and_recursive_read_only_mounts() {
-    let p = policy();
+    let p = test_policy();
     let unsupported = run(
         &p,
         "pod-user-namespace.json",
@@ -874,7 +881,7 @@ const DRA_EXTENDED: &str = "kata runtime not assigned: DeviceClass \"gpu.example
 
 #[test]
 fn image_volumes_stay_off_kata_without_asking_the_cluster() {
-    let p = policy();
+    let p = test_policy();
     for settings in [
         json!({}),
         json!({"noFeasibleNode": "reject", "lookupFailure": "reject"}),
@@ -999,7 +1006,7 @@ fn image_volumes_stay_off_kata_without_asking_the_cluster() {
 
 #[test]
 fn device_class_extended_resources_are_a_dra_finding() {
-    let p = policy();
+    let p = test_policy();
     for settings in [
         json!({}),
         json!({"noFeasibleNode": "reject", "lookupFailure": "reject"}),
@@ -1075,7 +1082,7 @@ const STRICT_PARTIAL: &str = "kata runtime assigned, but at least 1 kata node(s)
 
 #[test]
 fn supplemental_groups_policy_strict_needs_the_node_feature() {
-    let p = policy();
+    let p = test_policy();
     for check in ["auto", "required", "off"] {
         let settings = json!({"runtimeHandlerCheck": check});
         let none = run(
@@ -1164,7 +1171,7 @@ fn warnings(r: &AdmissionResponse) -> Vec<&str> {
 
 #[test]
 fn a_gated_pod_gets_kata_with_the_gate_note_as_its_own_warning() {
-    let p = policy();
+    let p = test_policy();
     let gated = run(&p, "pod-gated.json", "kata-workers.yml", json!({}));
     assert_only_runtime_class_added(&gated, "kata");
     // The assignment needs no warning: the note is the only one; the audit
@@ -1262,7 +1269,7 @@ fn a_gated_pod_gets_kata_with_the_gate_note_as_its_own_warning() {
 
 #[test]
 fn malformed_image_volumes_policies_and_gates_are_not_pods() {
-    let p = policy();
+    let p = test_policy();
     for (file, pointer, value) in [
         (
             "pod-image-volume.json",
@@ -1346,14 +1353,30 @@ const HOST_NETWORK: &str = "the pod uses hostNetwork, which Kata Containers cann
 const MIRROR: &str =
     "kata runtime not assigned: mirror pod of a static pod (the kubelet runs it, not the API)";
 
-/// A refusal as policy-server passes it on: no code, no patch, the audit
-/// saying `rejected` with the message, the warning the message cut at 255 bytes.
+/// The decision's code a refusal carries, by the setting its message names.
+fn refusal_code(message: &str) -> u16 {
+    if message.contains("(incompatiblePod: reject)") {
+        422
+    } else if message.contains("(noFeasibleNode: reject)") {
+        412
+    } else if message.contains("(lookupFailure: reject)") {
+        503
+    } else if message.contains(" is not allowed (allowed: ") {
+        403
+    } else {
+        panic!("no decision for the refusal {message:?}")
+    }
+}
+
+/// A refusal as policy-server passes it on: the decision's code, no patch,
+/// the audit saying `rejected` with the message, the warning the message
+/// cut at 255 bytes.
 fn assert_refused(r: &AdmissionResponse, message: &str) {
     assert!(!r.allowed, "{r:?}");
     assert_eq!(r.patch, None, "{r:?}");
     let status = r.status.as_ref().expect("a status");
     assert_eq!(status.message.as_deref(), Some(message), "{r:?}");
-    assert_eq!(status.code, None, "{r:?}");
+    assert_eq!(status.code, Some(refusal_code(message)), "{r:?}");
     let annotations = r.audit_annotations.as_ref().expect("audit annotations");
     assert_eq!(annotations["decision"], "rejected", "{r:?}");
     assert_eq!(annotations["reason"], message, "{r:?}");
@@ -1371,7 +1394,7 @@ const KATA_WORKERS_EXCHANGES: usize = 7;
 
 #[test]
 fn incompatible_pod_reject_refuses_every_finding_without_asking_the_cluster() {
-    let p = policy();
+    let p = test_policy();
     let findings = |reason: &str| {
         reason
             .strip_prefix("kata runtime not assigned: ")
@@ -1412,7 +1435,7 @@ fn incompatible_pod_reject_refuses_every_finding_without_asking_the_cluster() {
 
 #[test]
 fn incompatible_pod_reject_spares_mirror_pods_allowed_classes_and_features_turned_off() {
-    let p = policy();
+    let p = test_policy();
     for settings in [json!({"incompatiblePod": "reject"}), kata_mandatory()] {
         let mirror = p.evaluate(
             &request("pod-mirror.json"),
@@ -1465,7 +1488,7 @@ fn incompatible_pod_reject_spares_mirror_pods_allowed_classes_and_features_turne
 
 #[test]
 fn kata_mandatory_gives_kata_or_a_reason() {
-    let p = policy();
+    let p = test_policy();
     let plain = run(&p, "pod-plain.json", "kata-workers.yml", kata_mandatory());
     assert_only_runtime_class_added(&plain, "kata");
     assert_eq!(plain.warnings, None);
@@ -1488,7 +1511,7 @@ fn kata_mandatory_gives_kata_or_a_reason() {
     let runc = run(&p, "pod-runc.json", "kata-workers.yml", kata_mandatory());
     assert_refused(
         &runc,
-        "runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata)",
+        "runtimeClassName \"runc\" is not allowed (allowed: the configured class kata)",
     );
     assert_eq!(
         p.take_session().remaining(),
@@ -1497,8 +1520,15 @@ fn kata_mandatory_gives_kata_or_a_reason() {
     );
 }
 
-/// The raw `validate` answer and what is left of the session.
-fn raw_validate(p: &Policy, req: &Value, settings: &Value, session_file: &str) -> (Vec<u8>, usize) {
+/// The raw `validate` answer and what is left of the session, the settings
+/// completed by [`test_settings`].
+fn raw_validate(
+    p: &TestPolicy,
+    req: &Value,
+    settings: &Value,
+    session_file: &str,
+) -> (Vec<u8>, usize) {
+    let settings = test_settings(settings);
     let payload = serde_json::to_vec(&json!({"request": req, "settings": settings})).unwrap();
     let s = if session_file.is_empty() {
         Session::from_exchanges([])
@@ -1514,7 +1544,7 @@ fn raw_validate(p: &Policy, req: &Value, settings: &Value, session_file: &str) -
 /// and without one; `reject` changes only pods with a finding, into refusals.
 #[test]
 fn incompatible_pod_accept_is_byte_for_byte_no_setting() {
-    let p = policy();
+    let p = test_policy();
     let mut files: Vec<String> = std::fs::read_dir(root().join("test_data"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -1612,7 +1642,7 @@ fn assert_annotated(r: &AdmissionResponse, value: &str, class: Option<&str>) {
 
 #[test]
 fn annotate_decision_and_restrict_runtime_classes_settings() {
-    let p = policy();
+    let p = test_policy();
     for ok in [
         json!({"annotateDecision": true}),
         json!({"annotateDecision": false}),
@@ -1621,6 +1651,7 @@ fn annotate_decision_and_restrict_runtime_classes_settings() {
         json!({"restrictRuntimeClasses": true, "allowedRuntimeClasses": ["kata-qemu-nvidia-gpu"]}),
         guide_recipe(),
     ] {
+        let ok = test_settings(&ok);
         let v = p.validate_settings(ok.to_string().as_bytes()).unwrap();
         assert_eq!(v, json!({"valid": true, "message": null}), "{ok}");
     }
@@ -1638,6 +1669,7 @@ fn annotate_decision_and_restrict_runtime_classes_settings() {
             r#"restrictRuntimeClasses: false contradicts allowedRuntimeClasses ["gvisor"]: set restrictRuntimeClasses: true, or remove the list"#,
         ),
     ] {
+        let bad = test_settings(&bad);
         let v = p.validate_settings(bad.to_string().as_bytes()).unwrap();
         assert_eq!(v, json!({"valid": false, "message": message}), "{bad}");
     }
@@ -1645,7 +1677,7 @@ fn annotate_decision_and_restrict_runtime_classes_settings() {
 
 #[test]
 fn annotate_decision_writes_the_decision_on_admitted_pods() {
-    let p = policy();
+    let p = test_policy();
     let plain = run(&p, "pod-plain.json", "kata-workers.yml", annotate());
     assert_annotated(&plain, &format!("mutated: {ASSIGNED}"), Some("kata"));
     assert_eq!(plain.warnings, None);
@@ -1694,7 +1726,7 @@ fn annotate_decision_writes_the_decision_on_admitted_pods() {
 /// an owner, the template-hash label, the defaults the API server filled in.
 #[test]
 fn a_deployment_pod_carries_the_decision() {
-    let p = policy();
+    let p = test_policy();
     let r = run(
         &p,
         "pod-deployment-replica.json",
@@ -1729,7 +1761,7 @@ fn a_deployment_pod_carries_the_decision() {
 /// A decision already on the pod is replaced; other annotations stay.
 #[test]
 fn a_preset_decision_is_replaced() {
-    let p = policy();
+    let p = test_policy();
     let mut req = request("pod-master-pinned.json");
     req["object"]["metadata"]["annotations"] = json!({"team": "a", DECISION: "mutated: trust me"});
     let r = p.evaluate(&req, &annotate(), session("kata-workers.yml"));
@@ -1745,7 +1777,7 @@ fn a_preset_decision_is_replaced() {
 /// `runtimeClassName: ""` are answered as without the setting.
 #[test]
 fn no_annotation_on_refusals_mirror_pods_and_what_is_not_evaluated() {
-    let p = policy();
+    let p = test_policy();
     for (file, settings, session_file) in [
         (
             "pod-master-pinned.json",
@@ -1790,7 +1822,7 @@ fn no_annotation_on_refusals_mirror_pods_and_what_is_not_evaluated() {
 /// the request's) plus the annotation.
 #[test]
 fn annotate_decision_changes_nothing_but_the_annotation_on_every_fixture() {
-    let p = policy();
+    let p = test_policy();
     let mut files: Vec<String> = std::fs::read_dir(root().join("test_data"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -1814,6 +1846,15 @@ fn annotate_decision_changes_nothing_but_the_annotation_on_every_fixture() {
                 );
                 let on = raw_validate(&p, &req, &annotating(&base), session_file);
                 assert_eq!(on.1, plain.1, "{case}: other host calls");
+                // The default (null reads as absent) is on.
+                let mut default = base.clone();
+                default["annotateDecision"] = Value::Null;
+                let default = raw_validate(&p, &req, &default, session_file);
+                assert_eq!(
+                    String::from_utf8_lossy(&default.0),
+                    String::from_utf8_lossy(&on.0),
+                    "{case}: the default"
+                );
                 let plain: Value = serde_json::from_slice(&plain.0).unwrap();
                 let on: Value = serde_json::from_slice(&on.0).unwrap();
                 for field in [
@@ -1891,7 +1932,7 @@ fn guide_recipe_without_account() -> Value {
 /// writes the decision on the pods it admits.
 #[test]
 fn the_guide_recipe_is_kata_mandatory_with_the_decision_on_the_pod() {
-    let p = policy();
+    let p = test_policy();
     let recipe = annotating(&guide_recipe_without_account());
     let plain = run(&p, "pod-plain.json", "kata-workers.yml", recipe.clone());
     assert_annotated(&plain, &format!("mutated: {ASSIGNED}"), Some("kata"));
@@ -1914,7 +1955,7 @@ fn the_guide_recipe_is_kata_mandatory_with_the_decision_on_the_pod() {
     );
     assert_refused(
         &runc,
-        "runtimeClassName \"runc\" is not allowed (allowedRuntimeClasses: kata)",
+        "runtimeClassName \"runc\" is not allowed (allowed: the configured class kata)",
     );
     let agent = p.evaluate(
         &request("pod-docker-agent.json"),

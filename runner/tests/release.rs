@@ -16,6 +16,9 @@ use serde_yaml::Value;
 
 const MODULE: &str = "kata-runtime-policy:v";
 const DOWNLOAD: &str = "releases/download/v";
+/// A link to the repository's own file at a release tag, and a clone of it.
+const BLOB: &str = "kata-runtime-policy/blob/v";
+const CLONE: &str = "git clone --branch v";
 
 /// `X.Y.Z` with an optional `-pre` (what a tag `vX.Y.Z…` names), or None.
 fn version_at(text: &str) -> Option<&str> {
@@ -71,7 +74,12 @@ fn line_of(text: &str, needle: &str) -> usize {
 fn pinned_in(rel: &str, text: &str) -> Vec<Pin> {
     let mut pins = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        for (marker, what) in [(MODULE, "module reference"), (DOWNLOAD, "download URL")] {
+        for (marker, what) in [
+            (MODULE, "module reference"),
+            (DOWNLOAD, "download URL"),
+            (BLOB, "link to a file of the release"),
+            (CLONE, "clone of the release"),
+        ] {
             for (at, _) in line.match_indices(marker) {
                 let rest = &line[at + marker.len()..];
                 pins.push(Pin {

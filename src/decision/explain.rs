@@ -2,7 +2,7 @@
 //! message), the note of a gated pod, and the reasons the decision
 //! annotation bounds. Made from the decision's data, never cut from text.
 
-use super::{Decision, Reasons, Refusal, Unchanged};
+use super::answer::{Cause, Decision, Findings, Left, Refusal, Unchanged};
 use crate::printable;
 
 /// How every explanation of a pod left without Kata for a reason starts.
@@ -17,20 +17,20 @@ const GATES_NAMED: usize = 3;
 /// message and of audit log. Dozens of whole findings fit.
 pub const MAX_EXPLANATION_BYTES: usize = 4096;
 
-impl Reasons {
+impl Findings {
     /// `start` then the reasons, at most `max` bytes in all: whole reasons
     /// are kept from the first, then `; and N more` says how many were left
     /// out; a first reason too long on its own is cut on a character
-    /// boundary and marked with `...`. Reasons are never split.
+    /// boundary and marked with `...`. Findings are never split.
     pub fn bounded(&self, start: &str, max: usize) -> String {
-        let reasons = &self.0;
+        let findings = &self.0;
         let mut out = String::with_capacity(max.min(start.len() + 64));
         out.push_str(start);
-        for (i, reason) in reasons.iter().enumerate() {
+        for (i, reason) in findings.iter().enumerate() {
             let separator = if i == 0 { "" } else { "; " };
             // Room is kept for the count of the reasons after this one, so
             // that stopping at the next one always fits.
-            let after = reasons.len() - i - 1;
+            let after = findings.len() - i - 1;
             if out.len() + separator.len() + reason.len() + more(after).len() <= max {
                 out.push_str(separator);
                 out.push_str(reason);
@@ -44,7 +44,7 @@ impl Reasons {
                 out.push_str(&tail);
                 return out;
             }
-            out.push_str(&more(reasons.len() - i));
+            out.push_str(&more(findings.len() - i));
             return out;
         }
         out
@@ -60,11 +60,26 @@ fn more(left_out: usize) -> String {
 
 /// `kata-clh: 0/2 kata nodes can run this pod: …; kata-fc: …`: each class
 /// passed over and why.
-fn passed_over(passed: &[(String, Reasons)]) -> String {
+fn passed_over(passed: &[(String, Findings)]) -> String {
     let each: Vec<String> = (passed.iter())
         .map(|(class, reasons)| format!("{class}: {}", reasons.bounded("", MAX_EXPLANATION_BYTES)))
         .collect();
     each.join("; ")
+}
+
+impl Left {
+    /// The code of a pod left without Kata for this reason, admitted or
+    /// refused: as HTTP reads it, a condition the pod does not meet (412),
+    /// a pod Kata cannot process (422), a service that did not answer (503),
+    /// nothing to do (204).
+    pub fn code(self) -> u16 {
+        match self {
+            Left::Because(Cause::NoFeasibleNode) => 412,
+            Left::Because(Cause::LookupFailure) => 503,
+            Left::Incompatible => 422,
+            Left::NotJudged => 204,
+        }
+    }
 }
 
 impl Decision {
@@ -115,11 +130,11 @@ impl Decision {
             Decision::Unchanged(Unchanged::NamedClass { class, .. }) => {
                 format!("pod already sets runtimeClassName {class:?}; left unchanged")
             }
-            Decision::Unchanged(Unchanged::NotAssigned(reasons)) => {
-                reasons.bounded(NOT_ASSIGNED, MAX_EXPLANATION_BYTES)
+            Decision::Unchanged(Unchanged::NotAssigned(_, findings)) => {
+                findings.bounded(NOT_ASSIGNED, MAX_EXPLANATION_BYTES)
             }
             // A refusal says that Kata is required, and by which setting.
-            Decision::Reject(Refusal::NotAssigned(cause, reasons)) => reasons.bounded(
+            Decision::Reject(Refusal::CannotAssign(cause, findings)) => findings.bounded(
                 &format!(
                     "kata runtime required ({}: reject), and not assigned: ",
                     cause.setting()
@@ -127,11 +142,24 @@ impl Decision {
                 MAX_EXPLANATION_BYTES,
             ),
             Decision::Reject(Refusal::BadRequest(why) | Refusal::Internal(why)) => why.clone(),
-            Decision::Reject(Refusal::NotAllowed { class, allowed }) => format!(
-                "runtimeClassName {class:?} is not allowed (allowedRuntimeClasses: {})",
-                allowed.join(", ")
-            ),
-            Decision::Reject(Refusal::KataRequired(reasons)) => reasons.bounded(
+            // Where each allowed class comes from: the configured ones are
+            // allowed whatever allowedRuntimeClasses says, even when it is [].
+            Decision::Reject(Refusal::NotAllowed {
+                class,
+                configured,
+                listed,
+            }) => {
+                let mut allowed = format!(
+                    "the configured class{} {}",
+                    if configured.len() == 1 { "" } else { "es" },
+                    configured.join(", ")
+                );
+                if !listed.is_empty() {
+                    allowed.push_str(&format!("; allowedRuntimeClasses: {}", listed.join(", ")));
+                }
+                format!("runtimeClassName {class:?} is not allowed (allowed: {allowed})")
+            }
+            Decision::Reject(Refusal::KataRequired(findings)) => findings.bounded(
                 "kata runtime required (incompatiblePod: reject), and not assigned: ",
                 MAX_EXPLANATION_BYTES,
             ),
@@ -186,38 +214,51 @@ impl Decision {
         }
     }
 
-    /// The HTTP code of a refusal, when it is not the default.
+    /// The decision's code, on every answer to a Pod CREATE: a refusal's
+    /// HTTP status, and, refused or admitted, the label `error_code` under
+    /// which policy-server counts the evaluation
+    /// (`kubewarden_policy_evaluations_total`), the one per-evaluation
+    /// value it exports (`mutated` cannot tell Kata apart: with the
+    /// decision annotation every admitted pod carries a patch). The API
+    /// server reads no status of an admitted pod.
     pub fn code(&self) -> Option<u16> {
-        match self {
-            Decision::Reject(Refusal::BadRequest(_)) => Some(400),
-            Decision::Reject(Refusal::Internal(_)) => Some(500),
-            _ => None,
-        }
+        Some(match self {
+            Decision::Mutate { .. } => 200,
+            Decision::Unchanged(Unchanged::NotEvaluated(_)) => return None,
+            Decision::Unchanged(Unchanged::EmptyClassName) => Left::NotJudged.code(),
+            Decision::Unchanged(Unchanged::NamedClass { .. })
+            | Decision::Reject(Refusal::NotAllowed { .. }) => 403,
+            Decision::Unchanged(Unchanged::NotAssigned(left, _)) => left.code(),
+            Decision::Reject(Refusal::CannotAssign(cause, _)) => Left::Because(*cause).code(),
+            Decision::Reject(Refusal::KataRequired(_)) => Left::Incompatible.code(),
+            Decision::Reject(Refusal::BadRequest(_)) => 400,
+            Decision::Reject(Refusal::Internal(_)) => 500,
+        })
     }
 
     /// The whole reason as whole pieces, without the verdict's words ("kata
     /// runtime not assigned", "left unchanged"): for a mutation the
     /// assignment then the note, for a pod left without Kata its findings.
-    pub fn reasons(&self) -> Reasons {
+    pub fn findings(&self) -> Findings {
         match self {
-            Decision::Mutate { .. } => Reasons(
+            Decision::Mutate { .. } => Findings(
                 std::iter::once(self.explanation())
                     .chain(self.note())
                     .collect(),
             ),
             Decision::Unchanged(Unchanged::NamedClass { class, .. }) => {
-                Reasons::one(format!("pod already sets runtimeClassName {class:?}"))
+                Findings::one(format!("pod already sets runtimeClassName {class:?}"))
             }
-            Decision::Unchanged(Unchanged::NotAssigned(reasons))
-            | Decision::Reject(Refusal::NotAssigned(_, reasons) | Refusal::KataRequired(reasons)) => {
-                reasons.clone()
-            }
-            other => Reasons::one(other.explanation()),
+            Decision::Unchanged(Unchanged::NotAssigned(_, findings))
+            | Decision::Reject(
+                Refusal::CannotAssign(_, findings) | Refusal::KataRequired(findings),
+            ) => findings.clone(),
+            other => Findings::one(other.explanation()),
         }
     }
 
     /// The explanation, then the note: the audit annotation's reason.
-    pub fn reason(&self) -> String {
+    pub fn audit_reason(&self) -> String {
         match self.note() {
             Some(note) => format!("{}; {note}", self.explanation()),
             None => self.explanation(),

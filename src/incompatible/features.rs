@@ -2,7 +2,7 @@
 
 /// A pod feature the `skipPodsUsing` setting can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Feature {
+pub enum PodFeature {
     HostNamespaces,
     UserNamespaces,
     Windows,
@@ -20,24 +20,24 @@ pub enum Feature {
     MemoryEmptyDirLimit,
 }
 
-impl Feature {
+impl PodFeature {
     /// Every feature, in the order findings are reported.
-    pub const ALL: [Feature; 15] = [
-        Feature::HostNamespaces,
-        Feature::UserNamespaces,
-        Feature::Windows,
-        Feature::Privileged,
-        Feature::HostSockets,
-        Feature::HostDevices,
-        Feature::MountPropagation,
-        Feature::DeviceResources,
-        Feature::DynamicResources,
-        Feature::ImageVolumes,
-        Feature::Seccomp,
-        Feature::AppArmor,
-        Feature::SeLinux,
-        Feature::SubPath,
-        Feature::MemoryEmptyDirLimit,
+    pub const ALL: [PodFeature; 15] = [
+        PodFeature::HostNamespaces,
+        PodFeature::UserNamespaces,
+        PodFeature::Windows,
+        PodFeature::Privileged,
+        PodFeature::HostSockets,
+        PodFeature::HostDevices,
+        PodFeature::MountPropagation,
+        PodFeature::DeviceResources,
+        PodFeature::DynamicResources,
+        PodFeature::ImageVolumes,
+        PodFeature::Seccomp,
+        PodFeature::AppArmor,
+        PodFeature::SeLinux,
+        PodFeature::SubPath,
+        PodFeature::MemoryEmptyDirLimit,
     ];
 
     /// The features checked by default: those that make a pod fail or
@@ -49,46 +49,46 @@ impl Feature {
     /// on the node instead; the privileged pods that need the host are
     /// caught by hostSockets, hostDevices, mountPropagation and
     /// hostNamespaces.
-    pub const DEFAULT: [Feature; 9] = [
-        Feature::HostNamespaces,
-        Feature::UserNamespaces,
-        Feature::Windows,
-        Feature::HostSockets,
-        Feature::HostDevices,
-        Feature::MountPropagation,
-        Feature::DeviceResources,
-        Feature::DynamicResources,
-        Feature::ImageVolumes,
+    pub const DEFAULT: [PodFeature; 9] = [
+        PodFeature::HostNamespaces,
+        PodFeature::UserNamespaces,
+        PodFeature::Windows,
+        PodFeature::HostSockets,
+        PodFeature::HostDevices,
+        PodFeature::MountPropagation,
+        PodFeature::DeviceResources,
+        PodFeature::DynamicResources,
+        PodFeature::ImageVolumes,
     ];
 
     /// The name used in `skipPodsUsing`.
     pub fn name(self) -> &'static str {
         match self {
-            Feature::HostNamespaces => "hostNamespaces",
-            Feature::UserNamespaces => "userNamespaces",
-            Feature::Windows => "windows",
-            Feature::Privileged => "privileged",
-            Feature::HostSockets => "hostSockets",
-            Feature::HostDevices => "hostDevices",
-            Feature::MountPropagation => "mountPropagation",
-            Feature::DeviceResources => "deviceResources",
-            Feature::DynamicResources => "dynamicResources",
-            Feature::Seccomp => "seccomp",
-            Feature::AppArmor => "appArmor",
-            Feature::SeLinux => "seLinux",
-            Feature::SubPath => "subPath",
-            Feature::MemoryEmptyDirLimit => "memoryEmptyDirLimit",
-            Feature::ImageVolumes => "imageVolumes",
+            PodFeature::HostNamespaces => "hostNamespaces",
+            PodFeature::UserNamespaces => "userNamespaces",
+            PodFeature::Windows => "windows",
+            PodFeature::Privileged => "privileged",
+            PodFeature::HostSockets => "hostSockets",
+            PodFeature::HostDevices => "hostDevices",
+            PodFeature::MountPropagation => "mountPropagation",
+            PodFeature::DeviceResources => "deviceResources",
+            PodFeature::DynamicResources => "dynamicResources",
+            PodFeature::Seccomp => "seccomp",
+            PodFeature::AppArmor => "appArmor",
+            PodFeature::SeLinux => "seLinux",
+            PodFeature::SubPath => "subPath",
+            PodFeature::MemoryEmptyDirLimit => "memoryEmptyDirLimit",
+            PodFeature::ImageVolumes => "imageVolumes",
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Feature> {
-        Feature::ALL.into_iter().find(|f| f.name() == name)
+    pub fn from_name(name: &str) -> Option<PodFeature> {
+        PodFeature::ALL.into_iter().find(|f| f.name() == name)
     }
 
     /// The known names, comma-separated, for messages.
     pub fn known_names() -> String {
-        let names: Vec<&str> = Feature::ALL.iter().map(|f| f.name()).collect();
+        let names: Vec<&str> = PodFeature::ALL.iter().map(|f| f.name()).collect();
         names.join(", ")
     }
 
@@ -102,21 +102,21 @@ impl Feature {
 pub struct FeatureSet(u16);
 
 impl FeatureSet {
-    pub fn of(features: impl IntoIterator<Item = Feature>) -> FeatureSet {
+    pub fn of(features: impl IntoIterator<Item = PodFeature>) -> FeatureSet {
         features
             .into_iter()
             .fold(FeatureSet(0), |set, f| FeatureSet(set.0 | f.bit()))
     }
 
     pub fn default_set() -> FeatureSet {
-        FeatureSet::of(Feature::DEFAULT)
+        FeatureSet::of(PodFeature::DEFAULT)
     }
 
-    pub fn contains(self, feature: Feature) -> bool {
+    pub fn contains(self, feature: PodFeature) -> bool {
         self.0 & feature.bit() != 0
     }
 
-    pub fn without(self, feature: Feature) -> FeatureSet {
+    pub fn without(self, feature: PodFeature) -> FeatureSet {
         FeatureSet(self.0 & !feature.bit())
     }
 
@@ -125,7 +125,9 @@ impl FeatureSet {
     }
 
     /// The features in the set, in report order.
-    pub fn iter(self) -> impl Iterator<Item = Feature> {
-        Feature::ALL.into_iter().filter(move |f| self.contains(*f))
+    pub fn iter(self) -> impl Iterator<Item = PodFeature> {
+        PodFeature::ALL
+            .into_iter()
+            .filter(move |f| self.contains(*f))
     }
 }

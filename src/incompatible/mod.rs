@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 pub use facts::{Container, HostPath, Mount, ResourceClaim, RuntimeFacts, Security, Volume};
-pub use features::{Feature, FeatureSet};
+pub use features::{FeatureSet, PodFeature};
 pub use paths::{clean, is_within};
 
 use crate::resources::ResourceNames;
@@ -33,7 +33,7 @@ pub struct Rules<'a> {
 /// One use of a feature that Kata cannot provide.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    pub feature: Feature,
+    pub feature: PodFeature,
     /// What the pod does and why Kata cannot run it, without the setting.
     pub detail: String,
 }
@@ -56,23 +56,25 @@ pub fn check(pod: &RuntimeFacts, settings: &Rules) -> Vec<Finding> {
     for feature in settings.features.iter() {
         let mut add = |detail: String| findings.push(Finding { feature, detail });
         match feature {
-            Feature::HostNamespaces => rules::host_namespaces(pod, &mut add),
-            Feature::UserNamespaces => rules::user_namespaces(pod, &mut add),
-            Feature::Windows => rules::windows(pod, &mut add),
-            Feature::Privileged => rules::privileged(pod, &mut add),
-            Feature::HostSockets => rules::host_sockets(&lookups, settings.socket_paths, &mut add),
-            Feature::HostDevices => rules::host_devices(&lookups, &mut add),
-            Feature::MountPropagation => rules::mount_propagation(&lookups, &mut add),
-            Feature::DeviceResources => {
+            PodFeature::HostNamespaces => rules::host_namespaces(pod, &mut add),
+            PodFeature::UserNamespaces => rules::user_namespaces(pod, &mut add),
+            PodFeature::Windows => rules::windows(pod, &mut add),
+            PodFeature::Privileged => rules::privileged(pod, &mut add),
+            PodFeature::HostSockets => {
+                rules::host_sockets(&lookups, settings.socket_paths, &mut add)
+            }
+            PodFeature::HostDevices => rules::host_devices(&lookups, &mut add),
+            PodFeature::MountPropagation => rules::mount_propagation(&lookups, &mut add),
+            PodFeature::DeviceResources => {
                 rules::device_resources(pod, settings.device_resources, &mut add)
             }
-            Feature::DynamicResources => rules::dynamic_resources(pod, &mut add),
-            Feature::Seccomp => rules::seccomp(pod, &mut add),
-            Feature::AppArmor => rules::app_armor(pod, &mut add),
-            Feature::SeLinux => rules::se_linux(pod, &mut add),
-            Feature::SubPath => rules::sub_path(pod, &mut add),
-            Feature::MemoryEmptyDirLimit => rules::memory_empty_dir_limit(pod, &mut add),
-            Feature::ImageVolumes => rules::image_volumes(&lookups, &mut add),
+            PodFeature::DynamicResources => rules::dynamic_resources(pod, &mut add),
+            PodFeature::Seccomp => rules::seccomp(pod, &mut add),
+            PodFeature::AppArmor => rules::app_armor(pod, &mut add),
+            PodFeature::SeLinux => rules::se_linux(pod, &mut add),
+            PodFeature::SubPath => rules::sub_path(pod, &mut add),
+            PodFeature::MemoryEmptyDirLimit => rules::memory_empty_dir_limit(pod, &mut add),
+            PodFeature::ImageVolumes => rules::image_volumes(&lookups, &mut add),
         }
     }
     findings

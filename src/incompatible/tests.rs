@@ -6,6 +6,11 @@ use crate::settings::Settings;
 
 /// The findings for a pod `spec` (and optional metadata), as messages.
 fn findings_with(spec: Value, metadata: Value, settings: Value) -> Vec<String> {
+    // The compatibility settings under test, with the required ones.
+    let mut settings = settings;
+    settings["runtimeClassName"] = json!("kata");
+    settings["policyServerServiceAccount"] =
+        json!("system:serviceaccount:kubewarden:policy-server");
     let settings = Settings::from_value(&settings).unwrap();
     let pod = json!({"metadata": metadata, "spec": spec}).to_string();
     let facts = PodFacts::from_json(&pod).unwrap();
@@ -50,7 +55,7 @@ fn plain() -> Value {
 #[test]
 fn a_plain_pod_uses_nothing() {
     assert!(findings(plain()).is_empty());
-    let every: Vec<&str> = Feature::ALL.iter().map(|f| f.name()).collect();
+    let every: Vec<&str> = PodFeature::ALL.iter().map(|f| f.name()).collect();
     assert!(enabled(plain(), &every).is_empty());
 }
 
@@ -589,13 +594,13 @@ fn the_csi_node_plugin_reports_every_feature_in_order() {
 
 #[test]
 fn feature_names_round_trip() {
-    for f in Feature::ALL {
-        assert_eq!(Feature::from_name(f.name()), Some(f));
+    for f in PodFeature::ALL {
+        assert_eq!(PodFeature::from_name(f.name()), Some(f));
     }
-    assert_eq!(Feature::from_name("HostSockets"), None);
+    assert_eq!(PodFeature::from_name("HostSockets"), None);
     let set = FeatureSet::default_set();
-    assert_eq!(set.iter().collect::<Vec<_>>(), Feature::DEFAULT);
-    assert!(!set.contains(Feature::Seccomp));
+    assert_eq!(set.iter().collect::<Vec<_>>(), PodFeature::DEFAULT);
+    assert!(!set.contains(PodFeature::Seccomp));
     assert!(FeatureSet::of([]).is_empty());
 }
 
@@ -659,7 +664,7 @@ fn a_plain_privileged_pod_runs_under_kata_by_default() {
     // Docker-in-Docker: privileged, nothing from the host.
     let dind = json!({"containers": [container("dind", json!({"securityContext": {"privileged": true}}))]});
     assert!(findings(dind.clone()).is_empty());
-    assert!(!FeatureSet::default_set().contains(Feature::Privileged));
+    assert!(!FeatureSet::default_set().contains(PodFeature::Privileged));
     // Opt-in still works.
     assert_eq!(
         enabled(dind, &["privileged"]),
@@ -668,7 +673,7 @@ fn a_plain_privileged_pod_runs_under_kata_by_default() {
           not the host's (skipPodsUsing: privileged)"
         ]
     );
-    assert!(FeatureSet::default_set().contains(Feature::DynamicResources));
+    assert!(FeatureSet::default_set().contains(PodFeature::DynamicResources));
 }
 
 /// An agent sandbox: its tools come from an image volume, mounted by the
@@ -710,7 +715,7 @@ fn image_volumes_name_the_volume_its_image_and_every_container_mounting_it() {
              inside its VM (skipPodsUsing: imageVolumes)",
         ]
     );
-    assert!(FeatureSet::default_set().contains(Feature::ImageVolumes));
+    assert!(FeatureSet::default_set().contains(PodFeature::ImageVolumes));
 }
 
 #[test]
@@ -933,7 +938,7 @@ fn work_is_linear_in_the_pod() {
     ];
     let devices = ResourceNames::default();
     let rules = Rules {
-        features: FeatureSet::of(Feature::ALL),
+        features: FeatureSet::of(PodFeature::ALL),
         socket_paths: &[],
         device_resources: &devices,
     };

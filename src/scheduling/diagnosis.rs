@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::{Reason, Unfit};
+use super::reason::{Reason, Unfit};
 
 #[derive(Debug, Default, Clone)]
 pub struct Diagnosis<'n> {

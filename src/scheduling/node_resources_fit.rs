@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::{Reason, Unfit};
+use super::reason::{Reason, Unfit};
 use crate::node::Node;
 use crate::quantity::Amount;
 use crate::resources::{self, ResourceList, ResourceNames};
@@ -119,21 +119,21 @@ impl ResourceFit {
     /// last few allocatable texts: the nodes of one node group report the
     /// same allocatable byte for byte, so a long list has few distinct ones,
     /// and comparing the text costs less than reading it (BENCHMARKS.md).
-    pub fn shortfalls_memo<'n>(
+    pub fn shortfalls_with<'n>(
         &self,
         node: &Node<'n>,
         kubelet: bool,
-        memo: &mut FitMemo<'n>,
+        answers: &mut FitAnswers<'n>,
     ) -> Result<Option<Unfit<'n>>, String> {
         let Some(raw) = node.allocatable.raw() else {
             return Ok(None);
         };
-        if let Some((_, answer)) = memo.entries.iter().find(|(text, _)| *text == raw) {
+        if let Some((_, answer)) = answers.entries.iter().find(|(text, _)| *text == raw) {
             return Ok(answer.clone());
         }
         // Errors name the node: never remembered.
         let answer = self.shortfalls(node, kubelet)?;
-        memo.remember(raw, answer.clone());
+        answers.remember(raw, answer.clone());
         Ok(answer)
     }
 
@@ -152,16 +152,16 @@ impl ResourceFit {
     }
 }
 
-/// The answers of [`ResourceFit::shortfalls_memo`] for one pod, one
+/// The answers of [`ResourceFit::shortfalls_with`] for one pod, one
 /// filter path (scheduler or kubelet) and one node list.
 #[derive(Debug, Default)]
-pub struct FitMemo<'n> {
+pub struct FitAnswers<'n> {
     entries: Vec<(&'n [u8], Option<Unfit<'n>>)>,
     /// The entry to replace next, once full.
     next: usize,
 }
 
-impl<'n> FitMemo<'n> {
+impl<'n> FitAnswers<'n> {
     const SIZE: usize = 8;
 
     fn remember(&mut self, text: &'n [u8], answer: Option<Unfit<'n>>) {

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorTerm, TopologySelectorTerm};
 
 use super::node_affinity::RequiredNodeAffinity;
+use super::reason::{Reason, Unfit};
 use super::volume_zone::{TOPOLOGY_KEYS, VolumeZones};
-use super::{Reason, Unfit};
 use crate::node::Node;
 use crate::quantity::Quantity;
 

@@ -1,15 +1,21 @@
 //! Settings kept for configurations written before their replacements:
 //! `skipHostNamespaces` (now part of `skipPodsUsing`) and a bare
 //! `allowedRuntimeClasses` (now switched on by `restrictRuntimeClasses`).
+//!
+//! There is no such reading for the defaults `runtimeClassName` and
+//! `policyServerServiceAccount` used to have: settings written for them are
+//! refused until both are set (`read::REQUIRED` says why), and the classes
+//! allowed here are always added to the configured ones, which then come
+//! from the settings.
 
-use crate::incompatible::{Feature, FeatureSet};
+use crate::incompatible::{FeatureSet, PodFeature};
 
 /// `skipPodsUsing`, with the deprecated `skipHostNamespaces` folded in.
 pub(super) fn skipped_features(
     explicit: Option<FeatureSet>,
     skip_host_namespaces: Option<bool>,
 ) -> Result<FeatureSet, String> {
-    let host = Feature::HostNamespaces;
+    let host = PodFeature::HostNamespaces;
     match (explicit, skip_host_namespaces) {
         (None, Some(false)) => Ok(FeatureSet::default_set().without(host)),
         (None, _) => Ok(FeatureSet::default_set()),

@@ -1,14 +1,15 @@
 //! Policy settings: defaults and the typed values the decision uses.
 //!
-//! Every setting is parsed once, when the settings are read ([`read`]): the
-//! selector, the resource names and the service account are kept parsed, so
-//! nothing downstream parses them again or handles an error that cannot
-//! happen.
+//! Every setting is parsed once, when the settings are read ([`read`], with
+//! a reader per kind of value in `values`): the selector, the resource names
+//! and the service account are kept parsed, so nothing downstream parses
+//! them again or handles an error that cannot happen.
 
 mod legacy;
 mod read;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use std::borrow::Cow;
 
@@ -41,10 +42,10 @@ pub enum HandlerCheck {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
-    /// The RuntimeClass assigned to pods that a Kata node can run.
+    /// The RuntimeClass assigned to pods that a Kata node can run. Required.
     pub runtime_class_name: String,
     /// Label selector naming the nodes where Kata is installed ("" = all nodes).
-    pub kata_node_selector: NodeSelector,
+    pub kata_node_selector: KataNodeSelector,
     pub no_feasible_node: Outcome,
     pub lookup_failure: Outcome,
     /// What to do with a pod that uses a feature in `skipPodsUsing`:
@@ -65,7 +66,7 @@ pub struct Settings {
     /// check skips, e.g. those served through DRA.
     pub ignored_resources: ResourceNames,
     /// The user policy-server runs as, asked about in `can_i` before the
-    /// node list.
+    /// node list. Required.
     pub policy_server_service_account: ServiceAccount,
     /// The RuntimeClasses a pod may name itself besides `runtimeClassName`
     /// (`None`: any). A pod naming another is refused. Read from
@@ -98,12 +99,8 @@ pub struct ClassRoute {
     pub classes: Vec<String>,
 }
 
-pub const DEFAULT_RUNTIME_CLASS: &str = "kata";
 /// The label kata-deploy sets on nodes once Kata is installed and ready.
 pub const DEFAULT_KATA_NODE_SELECTOR: &str = "katacontainers.io/kata-runtime=true";
-/// The service account of the default PolicyServer (kubewarden-defaults chart).
-pub const DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT: &str =
-    "system:serviceaccount:kubewarden:policy-server";
 
 /// Where container runtimes, kubelet plugins and device plugins keep their
 /// sockets.
@@ -119,11 +116,17 @@ pub const DEFAULT_HOST_SOCKET_PATHS: [&str; 6] = [
 pub const DEFAULT_HOST_DEVICE_RESOURCES: [&str; 3] =
     ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/*"];
 
+/// The defaults of every setting that has one. `runtimeClassName` and
+/// `policyServerServiceAccount` have none: reading settings refuses them
+/// missing (`read::REQUIRED` says why), so no read ever gives the two values
+/// here. They are placeholders, replaced by what the settings say, and the
+/// values the tests' recorded sessions (test_data/sessions/) were made with:
+/// the class `kata`, asked about for kubewarden-defaults' PolicyServer.
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            runtime_class_name: DEFAULT_RUNTIME_CLASS.to_string(),
-            kata_node_selector: NodeSelector::kata_default(),
+            runtime_class_name: "kata".to_string(),
+            kata_node_selector: KataNodeSelector::kata_default(),
             no_feasible_node: Outcome::Accept,
             lookup_failure: Outcome::Accept,
             incompatible_pod: Outcome::Accept,
@@ -138,7 +141,8 @@ impl Default for Settings {
             check_volumes: true,
             allowed_runtime_classes: None,
             runtime_handler_check: HandlerCheck::Auto,
-            annotate_decision: false,
+            // On: "why did my pod not get Kata?" is answered on the pod.
+            annotate_decision: true,
             fallback_runtime_classes: Vec::new(),
             runtime_classes_by_resource: Vec::new(),
             log_decisions: false,
@@ -200,15 +204,15 @@ impl Settings {
 /// `kataNodeSelector`: the text as written (sent to the host, shown in
 /// messages) and its requirements (matched against a node read by name).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeSelector {
+pub struct KataNodeSelector {
     text: String,
     requirements: Vec<Requirement>,
 }
 
-impl NodeSelector {
+impl KataNodeSelector {
     /// Parses a label selector; the error is the parser's, without the key.
     pub fn parse(text: &str) -> Result<Self, String> {
-        Ok(NodeSelector {
+        Ok(KataNodeSelector {
             requirements: labels::parse_selector(text)?,
             text: text.to_string(),
         })
@@ -217,7 +221,7 @@ impl NodeSelector {
     /// [`DEFAULT_KATA_NODE_SELECTOR`], built rather than parsed so that
     /// `Settings::default` cannot fail (a test checks it equals the parse).
     fn kata_default() -> Self {
-        NodeSelector {
+        KataNodeSelector {
             text: DEFAULT_KATA_NODE_SELECTOR.to_string(),
             requirements: vec![Requirement {
                 key: "katacontainers.io/kata-runtime".to_string(),

@@ -6,15 +6,16 @@
 //! Every error is collected, so one `validate_settings` answer lists all that
 //! is wrong.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
 use super::legacy::{allowed_classes, skipped_features};
-use super::{ClassRoute, HandlerCheck, NodeSelector, Outcome, ServiceAccount, Settings};
-use crate::incompatible::{self, Feature, FeatureSet};
+use super::values::{
+    boolean, class_names, features, handler_check, outcome, resource_names, routes, socket_paths,
+    string, strings,
+};
+use super::{KataNodeSelector, ServiceAccount, Settings};
+use crate::incompatible::FeatureSet;
 use crate::labels;
-use crate::resources::ResourceNames;
 
 /// Settings being read, with the values only read together at the end.
 struct Draft {
@@ -23,9 +24,10 @@ struct Draft {
     skip_host_namespaces: Option<bool>,
     restrict_classes: Option<bool>,
     listed_classes: Option<Vec<String>>,
-    /// `runtimeClassName` was given and refused: the default in its place
-    /// is no class the user named, so nothing is compared with it.
-    class_name_refused: bool,
+    /// `runtimeClassName` was read. Otherwise (missing, or refused) the
+    /// placeholder in its place is no class the user named, so nothing is
+    /// compared with it.
+    class_name_read: bool,
 }
 
 /// Reads one setting's value into the draft; the error names the setting.
@@ -52,7 +54,6 @@ const fn known(name: &'static str, read: Reader) -> Known {
 /// values as null); `[]` empties it.
 const KNOWN: [Known; 19] = [
     known("runtimeClassName", |d, key, value| {
-        d.class_name_refused = true;
         let name = string(key, value)?;
         if !labels::is_dns_subdomain(&name) {
             return Err(format!(
@@ -60,7 +61,7 @@ const KNOWN: [Known; 19] = [
             ));
         }
         d.settings.runtime_class_name = name;
-        d.class_name_refused = false;
+        d.class_name_read = true;
         Ok(())
     }),
     known("fallbackRuntimeClasses", |d, key, value| {
@@ -73,7 +74,7 @@ const KNOWN: [Known; 19] = [
     }),
     known("kataNodeSelector", |d, key, value| {
         let text = string(key, value)?;
-        d.settings.kata_node_selector = NodeSelector::parse(&text).map_err(|e| {
+        d.settings.kata_node_selector = KataNodeSelector::parse(&text).map_err(|e| {
             format!(
                 "{key} {text:?} is not a valid label selector: {e} (example: \"katacontainers.io/kata-runtime=true\")"
             )
@@ -169,8 +170,58 @@ const KNOWN: [Known; 19] = [
     }),
 ];
 
+/// The settings without a default, each with the message that refuses it
+/// when it is missing (absent, `null` or `""`): what to set, and how to
+/// find it. No default can be right for every cluster:
+///
+/// - `runtimeClassName`: kata-deploy 4.x, the usual installer, creates one
+///   class per shim (`kata-qemu-runtime-rs` for its default shim since 4.0,
+///   `kata-qemu`, `kata-clh`, `kata-fc`, `kata-dragonball`,
+///   `kata-qemu-nvidia-gpu`, ...) and a class named `kata` only with
+///   `runtimeClasses.createDefault=true`, off by default. The old default
+///   `kata` named no class on a default install: every pod was left
+///   unchanged, with only a warning to its creator, and the settings were
+///   accepted.
+/// - `policyServerServiceAccount`: the policy cannot see which account its
+///   PolicyServer runs as. The old default, kubewarden-defaults'
+///   PolicyServer (`system:serviceaccount:kubewarden:policy-server`), is not
+///   the dedicated PolicyServer the README recommends, and with a wrong
+///   account the access check (`kubernetes/can_i`) answers for the wrong
+///   account.
+pub(super) const REQUIRED: [(&str, &str); 2] = [
+    (
+        "runtimeClassName",
+        "the Kata RuntimeClass to assign (kata-deploy 4.x creates kata-qemu-runtime-rs for its \
+         default shim, and kata-qemu, kata-clh, ... for the others; list yours with \
+         kubectl get runtimeclass)",
+    ),
+    (
+        "policyServerServiceAccount",
+        "the ServiceAccount the policy's PolicyServer runs as, as \
+         \"system:serviceaccount:<namespace>:<name>\" (kubectl get policyserver <policyserver> \
+         -o jsonpath='{.spec.serviceAccountName}'; the kubewarden-defaults chart's PolicyServer \
+         runs as system:serviceaccount:kubewarden:policy-server)",
+    ),
+];
+
+/// Whether a required setting is missing: absent, `null` (what Helm renders
+/// for an unset value) or the empty string.
+fn missing(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => true,
+        Some(Value::String(text)) => text.is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// The message refusing a missing required setting.
+fn required(name: &str, what: &str) -> String {
+    format!("{name} is required: {what}")
+}
+
 impl Settings {
-    /// Parses and validates settings JSON. `null` and `{}` give the defaults.
+    /// Parses and validates settings JSON. `null` and `{}` are refused: they
+    /// lack the required settings.
     pub fn from_json(bytes: &[u8]) -> Result<Settings, String> {
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|e| format!("settings are not valid JSON: {e}"))?;
@@ -178,11 +229,12 @@ impl Settings {
     }
 
     /// Reads every setting; on failure, every error, joined by `"; "`: one
-    /// per bad key in the map's key order (serde_json's `Map` sorts keys),
-    /// then those of settings read together.
+    /// per missing required setting, then one per bad key in the map's key
+    /// order (serde_json's `Map` sorts keys), then those of settings read
+    /// together. `null` reads as `{}`.
     pub fn from_value(value: &Value) -> Result<Settings, String> {
         match value {
-            Value::Null => Ok(Settings::default()),
+            Value::Null => from_map(&Map::new()).map_err(|errors| errors.join("; ")),
             Value::Object(map) => from_map(map).map_err(|errors| errors.join("; ")),
             other => Err(format!("settings must be a JSON object, got {other}")),
         }
@@ -196,14 +248,23 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
         skip_host_namespaces: None,
         restrict_classes: None,
         listed_classes: None,
-        class_name_refused: false,
+        class_name_read: false,
     };
-    let mut errors = Vec::new();
+    // The required settings first: what to set before anything else.
+    let mut errors: Vec<String> = (REQUIRED.iter())
+        .filter(|(name, _)| missing(map.get(*name)))
+        .map(|(name, what)| required(name, what))
+        .collect();
     let mut known_listed = false;
     for (key, value) in map {
         let read = match KNOWN.iter().find(|k| k.name == key) {
-            // Helm renders an unset value as null: the default, as absent.
+            // Helm renders an unset value as null: the default, as absent
+            // (a required setting has none: refused above).
             Some(_) if value.is_null() => Ok(()),
+            // A required setting set to "": refused above, as missing.
+            Some(_) if REQUIRED.iter().any(|(name, _)| name == key) && missing(Some(value)) => {
+                Ok(())
+            }
             Some(known) => (known.read)(&mut draft, key, value),
             // The known settings are listed once, with the first unknown key.
             None if known_listed => Err(format!("unknown setting {key:?}")),
@@ -225,7 +286,7 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
         skip_host_namespaces,
         restrict_classes,
         listed_classes,
-        class_name_refused,
+        class_name_read,
     } = draft;
     match skipped_features(skip_pods_using, skip_host_namespaces) {
         Ok(set) => settings.skip_pods_using = set,
@@ -236,7 +297,7 @@ fn from_map(map: &Map<String, Value>) -> Result<Settings, Vec<String>> {
         Err(e) => errors.push(e),
     }
     let duplicate = (settings.fallback_runtime_classes.iter())
-        .find(|c| !class_name_refused && **c == settings.runtime_class_name);
+        .find(|c| class_name_read && **c == settings.runtime_class_name);
     if let Some(class) = duplicate {
         errors.push(format!(
             "fallbackRuntimeClasses: {class:?} is runtimeClassName already: list each class once"
@@ -258,162 +319,4 @@ pub(super) fn known_names() -> String {
         })
         .collect();
     names.join(", ")
-}
-
-fn outcome(key: &str, value: &Value) -> Result<Outcome, String> {
-    match value.as_str() {
-        Some("accept") => Ok(Outcome::Accept),
-        Some("reject") => Ok(Outcome::Reject),
-        _ => Err(format!(
-            "{key} must be \"accept\" or \"reject\", got {value}"
-        )),
-    }
-}
-
-fn handler_check(key: &str, value: &Value) -> Result<HandlerCheck, String> {
-    match value.as_str() {
-        Some("auto") => Ok(HandlerCheck::Auto),
-        Some("required") => Ok(HandlerCheck::Required),
-        Some("off") => Ok(HandlerCheck::Off),
-        _ => Err(format!(
-            "{key} must be \"auto\", \"required\" or \"off\", got {value}"
-        )),
-    }
-}
-
-fn features(key: &str, value: &Value) -> Result<FeatureSet, String> {
-    let names = strings(key, value)?;
-    let mut set = Vec::new();
-    for name in &names {
-        let feature = Feature::from_name(name).ok_or_else(|| {
-            format!(
-                "{key}: unknown feature {name:?}; known features: {}",
-                Feature::known_names()
-            )
-        })?;
-        set.push(feature);
-    }
-    Ok(FeatureSet::of(set))
-}
-
-/// `hostSocketPaths`: absolute paths, stored cleaned.
-fn socket_paths(key: &str, value: &Value) -> Result<Vec<Cow<'static, str>>, String> {
-    let paths = strings(key, value)?;
-    paths
-        .iter()
-        .map(|p| {
-            if p.starts_with('/') {
-                Ok(incompatible::clean(p).into())
-            } else {
-                Err(format!(
-                    "{key}: {p:?} is not an absolute path (example: \"/var/run\")"
-                ))
-            }
-        })
-        .collect()
-}
-
-/// `ignoredResources`, `hostDeviceResources`: extended resource names or
-/// `domain/*` groups.
-fn resource_names(key: &str, value: &Value) -> Result<ResourceNames, String> {
-    let entries = strings(key, value)?;
-    ResourceNames::parse(entries.iter().map(String::as_str)).map_err(|e| format!("{key}: {e}"))
-}
-
-/// RuntimeClass names, each once.
-fn class_names(key: &str, value: &Value) -> Result<Vec<String>, String> {
-    let names = strings(key, value)?;
-    let mut seen = std::collections::BTreeSet::new();
-    for name in &names {
-        if !labels::is_dns_subdomain(name) {
-            return Err(format!(
-                "{key}: {name:?} is not a RuntimeClass name (a lowercase DNS subdomain such as \"kata-clh\")"
-            ));
-        }
-        if !seen.insert(name) {
-            return Err(format!("{key}: {name:?} is listed twice"));
-        }
-    }
-    Ok(names)
-}
-
-/// `runtimeClassesByResource`: `{resources, runtimeClassNames}` entries.
-fn routes(key: &str, value: &Value) -> Result<Vec<ClassRoute>, String> {
-    let entries = match value {
-        Value::Null => return Ok(Vec::new()),
-        Value::Array(entries) => entries,
-        other => {
-            return Err(format!(
-                "{key} must be a list of {{resources, runtimeClassNames}}, got {other}"
-            ));
-        }
-    };
-    let mut routes = Vec::with_capacity(entries.len());
-    for (i, entry) in entries.iter().enumerate() {
-        let at = format!("{key}[{i}]");
-        let Value::Object(fields) = entry else {
-            return Err(format!(
-                "{at} must be an object with resources and runtimeClassNames, got {entry}"
-            ));
-        };
-        if let Some(other) = fields
-            .keys()
-            .find(|k| *k != "resources" && *k != "runtimeClassNames")
-        {
-            return Err(format!(
-                "{at}: unknown field {other:?} (known: resources, runtimeClassNames)"
-            ));
-        }
-        let null = Value::Null;
-        let resources = strings(
-            &format!("{at}.resources"),
-            fields.get("resources").unwrap_or(&null),
-        )?;
-        if resources.is_empty() {
-            return Err(format!(
-                "{at}.resources must list extended resources, such as \"nvidia.com/pgpu\""
-            ));
-        }
-        let resources = ResourceNames::parse(resources.iter().map(String::as_str))
-            .map_err(|e| format!("{at}.resources: {e}"))?;
-        let classes = class_names(
-            &format!("{at}.runtimeClassNames"),
-            fields.get("runtimeClassNames").unwrap_or(&null),
-        )?;
-        if classes.is_empty() {
-            return Err(format!(
-                "{at}.runtimeClassNames must name at least one RuntimeClass, such as \"kata-qemu-nvidia-gpu\""
-            ));
-        }
-        routes.push(ClassRoute { resources, classes });
-    }
-    Ok(routes)
-}
-
-fn strings(key: &str, value: &Value) -> Result<Vec<String>, String> {
-    let list = match value {
-        Value::Null => return Ok(Vec::new()),
-        Value::Array(list) => list,
-        other => return Err(format!("{key} must be a list of strings, got {other}")),
-    };
-    list.iter()
-        .map(|v| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("{key} must be a list of strings, got the element {v}"))
-        })
-        .collect()
-}
-
-fn boolean(key: &str, value: &Value) -> Result<bool, String> {
-    value
-        .as_bool()
-        .ok_or_else(|| format!("{key} must be true or false, got {value}"))
-}
-
-fn string(key: &str, value: &Value) -> Result<String, String> {
-    value
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("{key} must be a string, got {value}"))
 }

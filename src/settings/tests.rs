@@ -1,12 +1,46 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::incompatible::Feature;
+use crate::incompatible::PodFeature;
+
+/// The required settings as the tests' recorded sessions have them: the
+/// class `kata`, asked about for kubewarden-defaults' PolicyServer (the
+/// placeholders of `Settings::default()`).
+fn required_settings() -> Value {
+    json!({"runtimeClassName": "kata",
+        "policyServerServiceAccount": "system:serviceaccount:kubewarden:policy-server"})
+}
+
+/// `settings` with the required settings added where it has no such key
+/// (a `null` or `""` is kept, so is a value of another JSON type).
+fn with_required(mut settings: Value) -> Value {
+    if let (Some(map), Value::Object(required)) = (settings.as_object_mut(), required_settings()) {
+        for (key, value) in required {
+            map.entry(key).or_insert(value);
+        }
+    }
+    settings
+}
+
+/// Reads `settings` with the required ones added where absent.
+fn read_settings(settings: Value) -> Result<Settings, String> {
+    Settings::from_value(&with_required(settings))
+}
+
+const CLASS_REQUIRED: &str = "runtimeClassName is required: the Kata RuntimeClass to assign \
+    (kata-deploy 4.x creates kata-qemu-runtime-rs for its default shim, and kata-qemu, kata-clh, \
+    ... for the others; list yours with kubectl get runtimeclass)";
+const ACCOUNT_REQUIRED: &str = "policyServerServiceAccount is required: the ServiceAccount the \
+    policy's PolicyServer runs as, as \"system:serviceaccount:<namespace>:<name>\" (kubectl get \
+    policyserver <policyserver> -o jsonpath='{.spec.serviceAccountName}'; the kubewarden-defaults \
+    chart's PolicyServer runs as system:serviceaccount:kubewarden:policy-server)";
 
 #[test]
-fn defaults_for_null_and_empty() {
-    assert_eq!(Settings::from_json(b"null"), Ok(Settings::default()));
-    assert_eq!(Settings::from_json(b"{}"), Ok(Settings::default()));
+fn the_required_settings_alone_give_the_defaults() {
+    assert_eq!(
+        Settings::from_json(required_settings().to_string().as_bytes()),
+        Ok(Settings::default())
+    );
     let d = Settings::default();
     assert_eq!(d.runtime_class_name, "kata");
     assert_eq!(
@@ -16,11 +50,130 @@ fn defaults_for_null_and_empty() {
     assert_eq!(d.no_feasible_node, Outcome::Accept);
     assert_eq!(d.lookup_failure, Outcome::Accept);
     assert_eq!(d.skip_pods_using, FeatureSet::default_set());
+    assert!(d.annotate_decision);
+}
+
+#[test]
+fn null_and_empty_settings_are_refused_listing_both_required_settings() {
+    let both = format!("{CLASS_REQUIRED}; {ACCOUNT_REQUIRED}");
+    for empty in [&b"null"[..], b"{}", b" { } "] {
+        assert_eq!(Settings::from_json(empty), Err(both.clone()));
+    }
+    assert_eq!(Settings::from_value(&Value::Null), Err(both));
+}
+
+#[test]
+fn a_missing_required_setting_is_refused_with_what_to_set() {
+    let account = json!("system:serviceaccount:kubewarden:policy-server");
+    // Absent, null and "" are missing alike.
+    for missing in [None, Some(json!(null)), Some(json!(""))] {
+        let mut settings = json!({ "policyServerServiceAccount": account });
+        if let Some(value) = &missing {
+            settings["runtimeClassName"] = value.clone();
+        }
+        assert_eq!(
+            Settings::from_value(&settings).unwrap_err(),
+            CLASS_REQUIRED,
+            "{settings}"
+        );
+        let mut settings = json!({ "runtimeClassName": "kata-qemu-runtime-rs" });
+        if let Some(value) = &missing {
+            settings["policyServerServiceAccount"] = value.clone();
+        }
+        assert_eq!(
+            Settings::from_value(&settings).unwrap_err(),
+            ACCOUNT_REQUIRED,
+            "{settings}"
+        );
+    }
+    // Both at once, whatever else is given.
+    assert_eq!(
+        Settings::from_value(&json!({"noFeasibleNode": "reject", "runtimeClassName": ""}))
+            .unwrap_err(),
+        format!("{CLASS_REQUIRED}; {ACCOUNT_REQUIRED}")
+    );
+    // Given, but not valid: the setting's own message, never "required".
+    for (settings, message) in [
+        (
+            json!({"runtimeClassName": " ", "policyServerServiceAccount": account}),
+            "runtimeClassName must name a RuntimeClass (a lowercase DNS subdomain such as \"kata-qemu\"), got \" \"",
+        ),
+        (
+            json!({"runtimeClassName": false, "policyServerServiceAccount": account}),
+            "runtimeClassName must be a string, got false",
+        ),
+        (
+            json!({"runtimeClassName": "kata", "policyServerServiceAccount": []}),
+            "policyServerServiceAccount must be a string, got []",
+        ),
+    ] {
+        assert_eq!(
+            Settings::from_value(&settings).unwrap_err(),
+            message,
+            "{settings}"
+        );
+    }
+}
+
+/// Missing required settings come first, then every other error in key
+/// order, then those of the settings read together: each one reported.
+#[test]
+fn a_missing_required_setting_comes_before_every_other_error() {
+    let err = Settings::from_value(&json!({
+        "allowedRuntimeClasses": ["gvisor"],
+        "kataNodeSelector": "a in x",
+        "policyServerServiceAccount": "policy-server",
+        "restrictRuntimeClasses": false
+    }))
+    .unwrap_err();
+    assert_eq!(
+        err,
+        [
+            CLASS_REQUIRED.to_string(),
+            refusal(json!({"kataNodeSelector": "a in x"})),
+            refusal(json!({"policyServerServiceAccount": "policy-server"})),
+            refusal(json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": ["gvisor"]})),
+        ]
+        .join("; ")
+    );
+}
+
+/// With runtimeClassName missing, nothing is compared with the placeholder
+/// in its place: `fallbackRuntimeClasses: ["kata"]` is no duplicate.
+#[test]
+fn a_missing_runtime_class_name_is_compared_with_nothing() {
+    let settings = json!({"fallbackRuntimeClasses": ["kata"],
+        "policyServerServiceAccount": "system:serviceaccount:kubewarden:policy-server"});
+    assert_eq!(Settings::from_value(&settings).unwrap_err(), CLASS_REQUIRED);
+    let mut given = settings.clone();
+    given["runtimeClassName"] = json!("kata");
+    assert_eq!(
+        Settings::from_value(&given).unwrap_err(),
+        "fallbackRuntimeClasses: \"kata\" is runtimeClassName already: list each class once"
+    );
+}
+
+/// Settings written for the old defaults (the legacy readings included)
+/// are refused for the required settings alone, each message once.
+#[test]
+fn legacy_settings_without_the_required_ones_are_refused() {
+    for old in [
+        json!({"allowedRuntimeClasses": ["gvisor"]}),
+        json!({"skipHostNamespaces": false}),
+        json!({"restrictRuntimeClasses": true}),
+    ] {
+        assert_eq!(
+            Settings::from_value(&old).unwrap_err(),
+            format!("{CLASS_REQUIRED}; {ACCOUNT_REQUIRED}"),
+            "{old}"
+        );
+        assert!(read_settings(old.clone()).is_ok(), "{old}");
+    }
 }
 
 #[test]
 fn reads_every_setting() {
-    let s = Settings::from_value(&json!({
+    let s = read_settings(json!({
         "runtimeClassName": "kata-qemu",
         "kataNodeSelector": "kata in (yes), !building",
         "noFeasibleNode": "reject",
@@ -52,12 +205,15 @@ fn reads_every_setting() {
     assert_eq!(s.host_label_selector(), Some("kata in (yes), !building"));
     assert_eq!(s.no_feasible_node, Outcome::Reject);
     assert_eq!(s.lookup_failure, Outcome::Reject);
-    assert!(!s.skip_pods_using.contains(Feature::HostNamespaces));
-    assert!(s.skip_pods_using.contains(Feature::DynamicResources));
-    assert!(!s.skip_pods_using.contains(Feature::Privileged), "opt-in");
+    assert!(!s.skip_pods_using.contains(PodFeature::HostNamespaces));
+    assert!(s.skip_pods_using.contains(PodFeature::DynamicResources));
+    assert!(
+        !s.skip_pods_using.contains(PodFeature::Privileged),
+        "opt-in"
+    );
     assert!(Settings::default().check_volumes, "on by default");
     assert!(
-        !Settings::from_value(&json!({"checkVolumes": false}))
+        !read_settings(json!({"checkVolumes": false}))
             .unwrap()
             .check_volumes
     );
@@ -66,11 +222,11 @@ fn reads_every_setting() {
 #[test]
 fn incompatible_pod_is_accept_or_reject() {
     assert_eq!(Settings::default().incompatible_pod, Outcome::Accept);
-    let s = Settings::from_value(&json!({"incompatiblePod": "reject"})).unwrap();
+    let s = read_settings(json!({"incompatiblePod": "reject"})).unwrap();
     assert_eq!(s.incompatible_pod, Outcome::Reject);
     for bad in [json!("Reject"), json!(false), json!(["reject"]), json!(1)] {
         assert_eq!(
-            Settings::from_value(&json!({ "incompatiblePod": bad })).unwrap_err(),
+            read_settings(json!({ "incompatiblePod": bad })).unwrap_err(),
             format!("incompatiblePod must be \"accept\" or \"reject\", got {bad}")
         );
     }
@@ -87,11 +243,11 @@ fn runtime_handler_check_is_auto_required_or_off() {
         ("required", HandlerCheck::Required),
         ("off", HandlerCheck::Off),
     ] {
-        let s = Settings::from_value(&json!({ "runtimeHandlerCheck": text })).unwrap();
+        let s = read_settings(json!({ "runtimeHandlerCheck": text })).unwrap();
         assert_eq!(s.runtime_handler_check, check);
     }
     for bad in [json!("Auto"), json!(true), json!(["auto"]), json!("")] {
-        let e = Settings::from_value(&json!({ "runtimeHandlerCheck": bad })).unwrap_err();
+        let e = read_settings(json!({ "runtimeHandlerCheck": bad })).unwrap_err();
         assert_eq!(
             e,
             format!("runtimeHandlerCheck must be \"auto\", \"required\" or \"off\", got {bad}")
@@ -102,7 +258,7 @@ fn runtime_handler_check_is_auto_required_or_off() {
 #[test]
 fn runtime_compatibility_settings() {
     let d = Settings::default();
-    let names: Vec<&str> = d.skip_pods_using.iter().map(Feature::name).collect();
+    let names: Vec<&str> = d.skip_pods_using.iter().map(PodFeature::name).collect();
     assert_eq!(
         names,
         [
@@ -122,7 +278,7 @@ fn runtime_compatibility_settings() {
         d.host_device_resources,
         ResourceNames::parse(DEFAULT_HOST_DEVICE_RESOURCES).unwrap()
     );
-    let s = Settings::from_value(&json!({
+    let s = read_settings(json!({
         "skipPodsUsing": ["seccomp", "hostSockets", "seccomp"],
         "hostSocketPaths": ["//var/lib/spire/./agent/"],
         "hostDeviceResources": ["example.com/fpga", "xilinx.com/*"]
@@ -130,37 +286,37 @@ fn runtime_compatibility_settings() {
     .unwrap();
     assert_eq!(
         s.skip_pods_using,
-        FeatureSet::of([Feature::Seccomp, Feature::HostSockets])
+        FeatureSet::of([PodFeature::Seccomp, PodFeature::HostSockets])
     );
     assert_eq!(s.host_socket_paths, ["/var/lib/spire/agent"]);
     assert!(s.host_device_resources.contains("xilinx.com/u250"));
     // [] turns every check off; null keeps the default.
-    let none = Settings::from_value(&json!({"skipPodsUsing": []})).unwrap();
+    let none = read_settings(json!({"skipPodsUsing": []})).unwrap();
     assert!(none.skip_pods_using.is_empty());
     let null = json!({"skipPodsUsing": null, "hostSocketPaths": null, "hostDeviceResources": null});
-    assert_eq!(Settings::from_value(&null).unwrap(), d);
+    assert_eq!(read_settings(null.clone()).unwrap(), d);
     // The deprecated skipHostNamespaces.
-    let old = Settings::from_value(&json!({"skipHostNamespaces": false})).unwrap();
+    let old = read_settings(json!({"skipHostNamespaces": false})).unwrap();
     assert_eq!(
         old.skip_pods_using,
-        FeatureSet::default_set().without(Feature::HostNamespaces)
+        FeatureSet::default_set().without(PodFeature::HostNamespaces)
     );
     assert_eq!(
-        Settings::from_value(&json!({"skipHostNamespaces": true})).unwrap(),
+        read_settings(json!({"skipHostNamespaces": true})).unwrap(),
         d
     );
     for agreeing in [
         json!({"skipHostNamespaces": true, "skipPodsUsing": ["hostNamespaces"]}),
         json!({"skipHostNamespaces": false, "skipPodsUsing": ["privileged"]}),
     ] {
-        assert!(Settings::from_value(&agreeing).is_ok(), "{agreeing}");
+        assert!(read_settings(agreeing.clone()).is_ok(), "{agreeing}");
     }
 }
 
 #[test]
 fn allowed_runtime_classes_absent_null_empty_or_listed() {
     assert_eq!(Settings::default().allowed_runtime_classes, None);
-    let read = |v: Value| Settings::from_value(&v).unwrap().allowed_runtime_classes;
+    let read = |v: Value| read_settings(v).unwrap().allowed_runtime_classes;
     assert_eq!(read(json!({"allowedRuntimeClasses": null})), None);
     assert_eq!(read(json!({"allowedRuntimeClasses": []})), Some(vec![]));
     assert_eq!(
@@ -170,17 +326,21 @@ fn allowed_runtime_classes_absent_null_empty_or_listed() {
 }
 
 #[test]
-fn annotate_decision_is_a_boolean_off_by_default() {
-    assert!(!Settings::default().annotate_decision);
-    let read = |v: Value| Settings::from_value(&v).map(|s| s.annotate_decision);
+fn annotate_decision_is_a_boolean_on_by_default() {
+    assert!(Settings::default().annotate_decision);
+    assert_eq!(
+        read_settings(json!({})).map(|s| s.annotate_decision),
+        Ok(true)
+    );
+    let read = |v: Value| read_settings(v).map(|s| s.annotate_decision);
     assert_eq!(read(json!({"annotateDecision": true})), Ok(true));
     assert_eq!(read(json!({"annotateDecision": false})), Ok(false));
     // Nothing else changes with it.
-    let on = Settings::from_value(&json!({"annotateDecision": true})).unwrap();
+    let off = read_settings(json!({"annotateDecision": false})).unwrap();
     assert_eq!(
         Settings {
-            annotate_decision: false,
-            ..on
+            annotate_decision: true,
+            ..off
         },
         Settings::default()
     );
@@ -231,17 +391,17 @@ fn restrict_runtime_classes_with_or_without_a_list() {
             None,
         ),
     ] {
-        let s = Settings::from_value(&settings).unwrap_or_else(|e| panic!("{settings}: {e}"));
+        let s = read_settings(settings.clone()).unwrap_or_else(|e| panic!("{settings}: {e}"));
         assert_eq!(s.allowed_runtime_classes, allowed, "{settings}");
     }
     // The shipped defaults: off, as with no setting at all.
     let shipped = json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": []});
-    assert_eq!(Settings::from_value(&shipped).unwrap(), Settings::default());
+    assert_eq!(read_settings(shipped.clone()).unwrap(), Settings::default());
 }
 
 #[test]
 fn restrict_runtime_classes_false_with_a_list_is_refused() {
-    let refused = |v: Value| Settings::from_value(&v).unwrap_err();
+    let refused = |v: Value| read_settings(v).unwrap_err();
     assert_eq!(
         refused(json!({"restrictRuntimeClasses": false, "allowedRuntimeClasses": ["gvisor"]})),
         "restrictRuntimeClasses: false contradicts allowedRuntimeClasses [\"gvisor\"]: \
@@ -271,7 +431,7 @@ fn restrict_runtime_classes_false_with_a_list_is_refused() {
 #[test]
 fn an_unknown_setting_is_refused_with_every_known_one() {
     assert_eq!(
-        Settings::from_value(&json!({"annotateDecisions": true})).unwrap_err(),
+        read_settings(json!({"annotateDecisions": true})).unwrap_err(),
         "unknown setting \"annotateDecisions\"; known settings: runtimeClassName, fallbackRuntimeClasses, \
          runtimeClassesByResource, kataNodeSelector, \
          noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, \
@@ -281,31 +441,45 @@ fn an_unknown_setting_is_refused_with_every_known_one() {
     );
 }
 
+/// The known settings' names, without the deprecation mark.
+fn known_names() -> Vec<String> {
+    (super::read::known_names().split(", "))
+        .map(|n| n.trim_end_matches(" (deprecated)").to_string())
+        .collect()
+}
+
+fn is_required(name: &str) -> bool {
+    super::read::REQUIRED.iter().any(|(n, _)| *n == name)
+}
+
 #[test]
-fn null_is_the_default_for_every_setting() {
-    let names = super::read::known_names();
-    let names: Vec<&str> = names
-        .split(", ")
-        .map(|n| n.trim_end_matches(" (deprecated)"))
-        .collect();
+fn null_is_the_default_for_every_setting_but_the_required_ones() {
+    let names = known_names();
     assert!(names.len() > 18, "{names:?}");
-    for name in names {
-        assert_eq!(
-            Settings::from_value(&json!({ name: null })),
-            Ok(Settings::default()),
-            "{name}: null"
-        );
+    for name in &names {
+        let read = read_settings(json!({ name: null }));
+        match is_required(name) {
+            true => assert!(
+                read.unwrap_err()
+                    .starts_with(&format!("{name} is required: "))
+            ),
+            false => assert_eq!(read, Ok(Settings::default()), "{name}: null"),
+        }
+    }
+    // Each required setting is a known one.
+    for (name, _) in super::read::REQUIRED {
+        assert!(names.iter().any(|n| n == name), "{name}");
     }
     // Together, too: null never counts as a value that contradicts another.
     let together = json!({"skipHostNamespaces": null, "skipPodsUsing": null,
         "restrictRuntimeClasses": null, "allowedRuntimeClasses": null});
-    assert_eq!(Settings::from_value(&together), Ok(Settings::default()));
+    assert_eq!(read_settings(together.clone()), Ok(Settings::default()));
 }
 
 #[test]
 fn log_decisions_is_a_boolean_off_by_default() {
     assert!(!Settings::default().log_decisions);
-    let read = |v: Value| Settings::from_value(&v).map(|s| s.log_decisions);
+    let read = |v: Value| read_settings(v).map(|s| s.log_decisions);
     assert_eq!(read(json!({"logDecisions": true})), Ok(true));
     assert_eq!(read(json!({"logDecisions": false})), Ok(false));
     assert_eq!(
@@ -316,7 +490,7 @@ fn log_decisions_is_a_boolean_off_by_default() {
 
 #[test]
 fn empty_selector_means_every_node() {
-    let s = Settings::from_value(&json!({"kataNodeSelector": "  "})).unwrap();
+    let s = read_settings(json!({"kataNodeSelector": "  "})).unwrap();
     assert_eq!(s.host_label_selector(), None);
 }
 
@@ -438,7 +612,7 @@ fn refusals_name_the_setting() {
         ),
     ];
     for (input, want) in cases {
-        let err = Settings::from_value(&input).unwrap_err();
+        let err = read_settings(input.clone()).unwrap_err();
         assert!(err.contains(want), "{input}: {err}");
     }
     assert!(
@@ -448,9 +622,10 @@ fn refusals_name_the_setting() {
     );
 }
 
-/// The message `from_value` gives for these settings.
+/// The message `from_value` gives for these settings, the required ones
+/// added where absent.
 fn refusal(settings: Value) -> String {
-    Settings::from_value(&settings).unwrap_err()
+    read_settings(settings).unwrap_err()
 }
 
 #[test]
@@ -505,7 +680,7 @@ fn the_known_settings_are_listed_once() {
 
 #[test]
 fn typed_values_are_ready() {
-    let s = Settings::from_value(&json!({
+    let s = read_settings(json!({
         "kataNodeSelector": " kata in (yes), !building ",
         "ignoredResources": ["example.com/foo", "nvidia.com/*"],
         "hostDeviceResources": ["xilinx.com/*"],
@@ -547,25 +722,25 @@ fn the_built_defaults_equal_their_constants_parsed() {
     let d = Settings::default();
     assert_eq!(
         d.kata_node_selector,
-        NodeSelector::parse(DEFAULT_KATA_NODE_SELECTOR).unwrap()
+        KataNodeSelector::parse(DEFAULT_KATA_NODE_SELECTOR).unwrap()
     );
     assert_eq!(
         Some(d.policy_server_service_account),
-        ServiceAccount::parse(DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT)
+        ServiceAccount::parse("system:serviceaccount:kubewarden:policy-server")
     );
     assert!(!d.host_device_resources.is_empty());
     for name in ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915"] {
         assert!(d.host_device_resources.contains(name), "{name}");
     }
     // An empty selector selects every node.
-    let every = NodeSelector::parse("").unwrap();
+    let every = KataNodeSelector::parse("").unwrap();
     assert_eq!(every.host_selector(), None);
     assert!(every.matches(|_| None));
 }
 
 #[test]
 fn several_classes_are_read_in_order() {
-    let s = Settings::from_value(&json!({
+    let s = read_settings(json!({
         "runtimeClassName": "kata-clh",
         "fallbackRuntimeClasses": ["kata-qemu-runtime-rs"],
         "runtimeClassesByResource": [{"resources": ["nvidia.com/pgpu", "example.com/*"],
@@ -585,8 +760,8 @@ fn several_classes_are_read_in_order() {
     );
     // null and [] keep the one class.
     for empty in [json!(null), json!([])] {
-        let s = Settings::from_value(
-            &json!({"fallbackRuntimeClasses": empty, "runtimeClassesByResource": empty}),
+        let s = read_settings(
+            json!({"fallbackRuntimeClasses": empty, "runtimeClassesByResource": empty}),
         )
         .unwrap();
         assert_eq!(s, Settings::default());
@@ -634,21 +809,110 @@ fn several_classes_are_refused_with_the_fix() {
         ),
     ];
     for (settings, expected) in cases {
-        let err = Settings::from_value(&settings).unwrap_err();
+        let err = read_settings(settings.clone()).unwrap_err();
         assert!(err.starts_with(expected), "{settings}: {err}");
     }
-    // A refused runtimeClassName is no class to compare with: its default
-    // ("kata") must not be reported as listed twice.
+    // A refused runtimeClassName is no class to compare with: the
+    // placeholder in its place ("kata") must not be reported as listed twice.
     assert_eq!(
-        Settings::from_value(
-            &json!({"runtimeClassName": "Kata", "fallbackRuntimeClasses": ["kata"]})
-        )
-        .unwrap_err(),
+        read_settings(json!({"runtimeClassName": "Kata", "fallbackRuntimeClasses": ["kata"]}))
+            .unwrap_err(),
         "runtimeClassName must name a RuntimeClass (a lowercase DNS subdomain such as \"kata-qemu\"), got \"Kata\""
     );
     assert_eq!(
-        Settings::from_value(&json!({"runtimeClassName": 7, "fallbackRuntimeClasses": ["kata"]}))
+        read_settings(json!({"runtimeClassName": 7, "fallbackRuntimeClasses": ["kata"]}))
             .unwrap_err(),
         "runtimeClassName must be a string, got 7"
     );
+}
+
+/// docs/settings.md, the reference of every setting.
+const SETTINGS_DOC: &str = include_str!("../../docs/settings.md");
+
+/// The rows of the first table under `heading` in docs/settings.md, each
+/// as its cells, the header and the separator left out.
+fn doc_table(heading: &str) -> Vec<Vec<String>> {
+    let section = SETTINGS_DOC
+        .split_once(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("docs/settings.md has no {heading:?}"))
+        .1;
+    let section = section.split("\n## ").next().unwrap_or_default();
+    (section.lines())
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|row| {
+            // Cells split on " | ": a "|" inside code (`a \| b`) is escaped.
+            (row.trim_matches('|').split(" | "))
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The `code` spans of a cell, in order.
+fn code_spans(cell: &str) -> Vec<&str> {
+    cell.split('`').skip(1).step_by(2).collect()
+}
+
+/// Every known setting has a row of its own in docs/settings.md's settings
+/// table and is named in its invalid-settings table.
+#[test]
+fn docs_settings_md_names_every_known_setting_in_both_tables() {
+    let settings = doc_table("## All settings");
+    let invalid = doc_table("## Invalid settings");
+    assert!(settings.len() > 18 && invalid.len() > 15);
+    for name in known_names() {
+        let code = format!("`{name}`");
+        assert!(
+            settings.iter().any(|row| row[0] == code),
+            "docs/settings.md, All settings: no row for {name}"
+        );
+        assert!(
+            invalid.iter().any(|row| row[0].contains(&code)),
+            "docs/settings.md, Invalid settings: {name} is not named"
+        );
+    }
+}
+
+/// The default column of docs/settings.md's settings table says what the
+/// code does: "required" for the required settings, and for the others the
+/// value it writes first reads as no setting at all does. (Two write out
+/// what policy-settings.json holds, which is not how absence reads:
+/// restrictRuntimeClasses and allowedRuntimeClasses, whose cells say so.)
+#[test]
+fn docs_settings_md_defaults_are_the_code_defaults() {
+    let rows = doc_table("## All settings");
+    let mut checked = Vec::new();
+    for row in &rows {
+        let name = row[0].trim_matches('`');
+        let default = &row[2];
+        if is_required(name) {
+            assert_eq!(default, "**required**", "{name}");
+            checked.push(name);
+            continue;
+        }
+        assert!(!default.contains("required"), "{name}: {default}");
+        let Some(first) = code_spans(default).first().copied() else {
+            continue; // skipHostNamespaces: deprecated, no default.
+        };
+        if default.contains("written out") {
+            continue;
+        }
+        let value = serde_json::from_str(first).unwrap_or_else(|_| json!(first));
+        assert_eq!(
+            read_settings(json!({ name: value })),
+            Ok(Settings::default()),
+            "docs/settings.md says {name} defaults to {first}"
+        );
+        checked.push(name);
+    }
+    for name in [
+        "runtimeClassName",
+        "policyServerServiceAccount",
+        "annotateDecision",
+    ] {
+        assert!(checked.contains(&name), "{name} not checked: {checked:?}");
+    }
+    assert!(checked.len() >= 15, "{checked:?}");
 }

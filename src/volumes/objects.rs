@@ -11,8 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use crate::node::Str;
-
+use crate::json::Str;
 use crate::quantity::Quantity;
 
 /// Set by the PV controller once it has bound a claim to its volume.
@@ -356,7 +355,7 @@ object!(Claim, Volume, StorageClass);
 /// Parses one object answer, checking `kind` when the answer names one.
 pub fn parse<'de, T: Deserialize<'de> + Object>(bytes: &'de [u8], kind: &str) -> Result<T, String> {
     let invalid = |why: String| format!("the {kind} from the cluster is not valid: {why}");
-    if !crate::node::starts_as_object(bytes) {
+    if !crate::json::starts_as_object(bytes) {
         return Err(invalid("not a JSON object".into()));
     }
     let object: T = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
@@ -372,7 +371,7 @@ pub fn parse_list<'de, T: Deserialize<'de>>(
     kind: &str,
 ) -> Result<Vec<T>, String> {
     let invalid = |why: String| format!("the {kind}List from the cluster is not valid: {why}");
-    if !crate::node::starts_as_object(bytes) {
+    if !crate::json::starts_as_object(bytes) {
         return Err(invalid("not a JSON object".into()));
     }
     let list: List<T> = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;

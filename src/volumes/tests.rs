@@ -4,12 +4,10 @@
 //! question answers differently from the scheduler at one instant (an
 //! unbound Immediate claim), the case says so.
 
-use std::cell::RefCell;
-
 use serde_json::{Value, json};
 
 use super::*;
-use crate::cluster::{Access, NodeList, NodeMasks, Resource};
+use crate::cluster::FakeCluster;
 use crate::node::Node;
 use crate::scheduling::test_support::node;
 
@@ -19,59 +17,11 @@ const ZONE: &str = "topology.kubernetes.io/zone";
 const REGION: &str = "topology.kubernetes.io/region";
 const BETA_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
 
-/// A cluster of volume objects, recording the queries it gets.
-#[derive(Default)]
-struct Objects {
-    items: Vec<Value>,
-    denied: Vec<&'static str>,
-    queries: RefCell<Vec<String>>,
-}
-
-impl Objects {
-    fn new(items: Vec<Value>) -> Self {
-        Objects {
-            items,
-            ..Objects::default()
-        }
-    }
-}
-
-impl Cluster for Objects {
-    fn runtime_class(&self, _: &str) -> Result<Option<Vec<u8>>, LookupError> {
-        unreachable!("the volume check reads no RuntimeClass")
-    }
-    fn kata_nodes(&self, _: Option<&str>, _masks: NodeMasks) -> Result<NodeList, LookupError> {
-        unreachable!("the volume check lists no node")
-    }
-    fn node(&self, _: &str, _masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError> {
-        unreachable!("the volume check reads no node")
-    }
-    fn may(&self, _: &Subject, verb: &str, resource: Resource) -> Result<Access, LookupError> {
-        self.queries
-            .borrow_mut()
-            .push(format!("can_i {verb} {}", resource.resource));
-        Ok(Access {
-            allowed: !self.denied.contains(&resource.resource),
-            reason: None,
-        })
-    }
-    fn object(
-        &self,
-        kind: VolumeKind,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<Vec<u8>>, LookupError> {
-        self.queries
-            .borrow_mut()
-            .push(format!("get {} {name}", kind.kind()));
-        Ok(test_support::read(&self.items, kind, namespace, name))
-    }
-    fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
-        self.queries
-            .borrow_mut()
-            .push(format!("list {}", kind.kind()));
-        Ok(test_support::list(&self.items, kind))
-    }
+/// A cluster of volume objects alone, recording the calls it gets.
+fn cluster_of(items: Vec<Value>) -> FakeCluster {
+    FakeCluster::new(Vec::new())
+        .volume_objects(items)
+        .volumes_only()
 }
 
 // Builders in the manner of upstream's test_utils.go.
@@ -167,7 +117,7 @@ fn verdicts(
     volumes: &[PodVolume],
     nodes: &[Node<'static>],
 ) -> Result<Vec<Vec<String>>, String> {
-    let cluster = Objects::new(objects);
+    let cluster = cluster_of(objects);
     let pod = PodRef {
         name: Some("test-pod"),
         namespace: NS,
@@ -175,7 +125,7 @@ fn verdicts(
     };
     let check = match resolve(&pod, &subject(), &cluster) {
         Ok(check) => check,
-        Err(Refusal::Pod(why)) => return Err(why),
+        Err(Unresolved::Pod(why)) => return Err(why),
         Err(other) => panic!("not a pod-level refusal: {other:?}"),
     };
     Ok(nodes
@@ -1159,7 +1109,7 @@ fn a_stale_ephemeral_claims_volume_is_not_pre_bound_to_the_template() {
 #[test]
 fn host_calls_are_few_and_lists_are_asked_about_first() {
     let run = |objects: Vec<Value>, names: &[&str]| {
-        let cluster = Objects::new(objects);
+        let cluster = cluster_of(objects);
         let volumes = claims(names);
         let pod = PodRef {
             name: Some("p"),
@@ -1167,7 +1117,7 @@ fn host_calls_are_few_and_lists_are_asked_about_first() {
             claims: &volumes,
         };
         let _ = resolve(&pod, &subject(), &cluster);
-        cluster.queries.take()
+        cluster.take_queries()
     };
     // A bound claim: the claim and its volume, nothing else.
     assert_eq!(
@@ -1176,8 +1126,8 @@ fn host_calls_are_few_and_lists_are_asked_about_first() {
             &["data-0"]
         ),
         vec![
-            "get PersistentVolumeClaim data-0",
-            "get PersistentVolume pv"
+            "Get PersistentVolumeClaim default/data-0",
+            "Get PersistentVolume pv"
         ]
     );
     // A class that provisions anywhere: no PV list.
@@ -1191,9 +1141,9 @@ fn host_calls_are_few_and_lists_are_asked_about_first() {
             &["a", "b"]
         ),
         vec![
-            "get PersistentVolumeClaim a",
-            "get PersistentVolumeClaim b",
-            "get StorageClass gp3"
+            "Get PersistentVolumeClaim default/a",
+            "Get PersistentVolumeClaim default/b",
+            "Get StorageClass gp3"
         ]
     );
     // Local volumes: one PV list for both claims, after can_i.
@@ -1203,20 +1153,19 @@ fn host_calls_are_few_and_lists_are_asked_about_first() {
             &["a", "b"]
         ),
         vec![
-            "get PersistentVolumeClaim a",
-            "get PersistentVolumeClaim b",
-            "get StorageClass local",
-            "can_i list persistentvolumes",
-            "can_i watch persistentvolumes",
-            "list PersistentVolume",
+            "Get PersistentVolumeClaim default/a",
+            "Get PersistentVolumeClaim default/b",
+            "Get StorageClass local",
+            "CanI list persistentvolumes as system:serviceaccount:kubewarden:policy-server []",
+            "CanI watch persistentvolumes as system:serviceaccount:kubewarden:policy-server []",
+            "List PersistentVolume",
         ]
     );
 }
 
 #[test]
 fn a_list_policy_server_may_not_make_is_never_made() {
-    let mut cluster = Objects::new(vec![wait("local"), pvc("a", "local")]);
-    cluster.denied = vec!["persistentvolumes"];
+    let cluster = cluster_of(vec![wait("local"), pvc("a", "local")]).deny("*", "persistentvolumes");
     let volumes = claims(&["a"]);
     let pod = PodRef {
         name: Some("p"),
@@ -1226,16 +1175,15 @@ fn a_list_policy_server_may_not_make_is_never_made() {
     let refusal = resolve(&pod, &subject(), &cluster).unwrap_err();
     assert_eq!(
         refusal,
-        Refusal::Denied {
+        Unresolved::Denied {
             resource: "persistentvolumes".into(),
             verbs: vec!["list", "watch"]
         }
     );
     assert!(
         !cluster
-            .queries
-            .take()
-            .contains(&"list PersistentVolume".to_string())
+            .take_queries()
+            .contains(&"List PersistentVolume".to_string())
     );
 }
 
@@ -1249,7 +1197,7 @@ fn malformed_answers_are_refusals_not_panics() {
         json!({"kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": NS,
             "annotations": {objects::ANN_SELECTED_NODE: 7}}}),
     ] {
-        let cluster = Objects::new(vec![bad]);
+        let cluster = cluster_of(vec![bad]);
         let volumes = claims(&["data-0"]);
         let pod = PodRef {
             name: None,
@@ -1257,7 +1205,10 @@ fn malformed_answers_are_refusals_not_panics() {
             claims: &volumes,
         };
         let refusal = resolve(&pod, &subject(), &cluster);
-        assert!(matches!(refusal, Err(Refusal::Invalid(_))), "{refusal:?}");
+        assert!(
+            matches!(refusal, Err(Unresolved::Invalid(_))),
+            "{refusal:?}"
+        );
     }
     // Annotations the check does not read are skipped unread, whatever they hold.
     let mut claim = bound_to(pvc("data-0", "gp3"), "pv");

@@ -19,6 +19,10 @@
 #   here a ValidatingAdmissionPolicy (controller_immutable) says the same.
 # Sourced by upgrade.sh, after lib.sh.
 
+# Sourced once (install.sh, then upgrade.sh): the state below is kept.
+[[ -z ${CONTROLLER_SOURCED:-} ]] || return 0
+CONTROLLER_SOURCED=1
+
 # MODULES: each registry reference a policy may name, to the annotated
 # module file policy-server loads instead (no registry here).
 declare -gA MODULES=()
@@ -78,6 +82,16 @@ controller_deployment() {
     '{status: {observedGeneration: $g, replicas: $r, updatedReplicas: $r, readyReplicas: $r, availableReplicas: $r}}')" >/dev/null
 }
 
+# controller_clean_slate: the suite's own policy-server stopped, and every
+# ClusterAdmissionPolicy and Kubewarden webhook configuration gone: the
+# controller's cluster before a README path starts (each caller removes what
+# else its starting point lacks).
+controller_clean_slate() {
+  stop_one policy-server
+  k delete clusteradmissionpolicies --all >/dev/null
+  k delete mutatingwebhookconfigurations,validatingwebhookconfigurations -l app.kubernetes.io/part-of=kubewarden >/dev/null
+}
+
 # controller_serve PS SA POLICIES_YML: a new policy-server for the
 # PolicyServer PS, as its account SA, serving POLICIES_YML; PS_PROC and
 # PS_AT name it. The one it replaces is left running (controller_sync stops
@@ -93,7 +107,8 @@ controller_serve() {
   kubeconfig "$dir/kubeconfig" "$sa" "{token: $token}"
   free_port port 23100
   free_port ready 28100
-  serve_policy_server "ps-$ps-$PS_GENERATION" "$port" "$ready" "$dir/kubeconfig" "$dir/policies.yml"
+  serve_policy_server "ps-$ps-$PS_GENERATION" "$port" "$ready" "$dir/kubeconfig" "$dir/policies.yml" \
+    "${CONTROLLER_LOG_LEVEL:-warn}"
   PS_PROC[$ps]=ps-$ps-$PS_GENERATION
   PS_AT[$ps]=https://127.0.0.1:$port
 }

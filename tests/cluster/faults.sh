@@ -83,8 +83,8 @@ PS_SA=$(jq -r 'select(.kind == "PolicyServer") | .spec.serviceAccountName' <<<"$
 k create namespace "$KW_NAMESPACE" >/dev/null
 jq 'select(.kind == "ServiceAccount")' <<<"$PS_OBJECTS" | k apply -f - >/dev/null
 k apply -f examples/rbac.yaml >/dev/null
-k apply -f examples/runtimeclass-kata.yaml >/dev/null
-HANDLER=$(k get runtimeclass kata -o jsonpath='{.handler}')
+k apply -f examples/runtimeclass-kata-qemu-runtime-rs.yaml >/dev/null
+HANDLER=$(k get runtimeclass kata-qemu-runtime-rs -o jsonpath='{.handler}')
 KATA_LABELS='{"katacontainers.io/kata-runtime": "true", "kata-deploy.katacontainers.io/default": "true"}'
 ALLOC='{"cpu": "8", "memory": "32Gi", "pods": "110"}'
 for i in 1 2 3; do

@@ -326,9 +326,11 @@ yaml_objects() {
 }
 
 # use_policy FILE SETTINGS [NAMESPACE...]: the ClusterAdmissionPolicy in FILE
-# joins the policies the suite runs. The suite changes at most three things
+# joins the policies the suite runs. The suite changes at most four things
 # in it: spec.module (this checkout's annotated policy.wasm, file://, instead
-# of the registry), SETTINGS merged into spec.settings (the suite's own;
+# of the registry), runtimeClassName when it is the example class
+# kata-qemu-runtime-rs and SUITE_CLASS is set (the same class under the
+# suite's name), SETTINGS merged into spec.settings (the suite's own;
 # '{}' none), and, with NAMESPACE..., one namespaceSelector expression added
 # that leaves those namespaces out ($BYHAND, where pods get the class by hand,
 # unseen by the webhook, and namespaces another policy judges alone). The
@@ -342,8 +344,11 @@ use_policy() {
   local file=$1 settings=$2 want name out leave
   shift 2
   leave=$(jq -cn '$ARGS.positional' --args "$@")
-  want=$(yaml_objects "$file" | jq -c --arg wasm "file://$POLICY_FILE" --argjson leave "$leave" --argjson s "$settings" '
+  want=$(yaml_objects "$file" | jq -c --arg wasm "file://$POLICY_FILE" --argjson leave "$leave" --argjson s "$settings" \
+    --arg class "${SUITE_CLASS:-}" '
     select(.kind == "ClusterAdmissionPolicy") | .spec.module = $wasm
+    | if $class != "" and .spec.settings.runtimeClassName == "kata-qemu-runtime-rs"
+      then .spec.settings.runtimeClassName = $class else . end
     | if $s == {} then . else .spec.settings += $s end
     | if $leave == [] then . else
         .spec.namespaceSelector.matchExpressions += [{key: "kubernetes.io/metadata.name", operator: "NotIn", values: $leave}]
@@ -396,9 +401,13 @@ policies_yml() {
 # the user of KUBECONFIG, at LEVEL (warn unless given), ready before it
 # returns.
 serve_policy_server() {
-  local name=$1 port=$2 ready=$3 level=${6:-warn}
+  local name=$1 port=$2 ready=$3 level=${6:-warn} metrics=()
+  # With PS_METRICS (an OTLP/gRPC endpoint, such as otlpsink.py's), its
+  # metrics go there every second, as a PolicyServer's go to its collector.
+  [[ -z ${PS_METRICS:-} ]] || metrics=(--enable-metrics)
   start_bg "$name" env KUBECONFIG="$4" RUST_LOG="$level" \
-    "$POLICY_SERVER" --addr 127.0.0.1 --port "$port" --readiness-probe-port "$ready" \
+    ${PS_METRICS:+OTEL_EXPORTER_OTLP_ENDPOINT="$PS_METRICS" OTEL_METRIC_EXPORT_INTERVAL=1000} \
+    "$POLICY_SERVER" --addr 127.0.0.1 --port "$port" --readiness-probe-port "$ready" "${metrics[@]}" \
     --cert-file "$D/pki/policy-server.crt" --key-file "$D/pki/policy-server.key" \
     --policies "$5" --policies-download-dir "$D/$name-downloads" \
     --sigstore-cache-dir "$D/sigstore" --policy-timeout 2 --log-level "$level" --log-no-color
@@ -492,6 +501,17 @@ drop_policy() {
 
 README_CMDS=()
 README_SHOWN=()
+# The operator guide: README.md, then the operations guide and the upgrade
+# guide it links to, read as one text (a command is looked up in all three).
+GUIDE_FILES=(README.md docs/operations.md docs/upgrade.md)
+
+# readme_guide: the path of the guide's text, made once.
+readme_guide() {
+  if [[ ! -s $D/guide.md ]]; then
+    (cd "$ROOT" && for f in "${GUIDE_FILES[@]}"; do cat "$f"; echo; done) >"$D/guide.md"
+  fi
+  echo "$D/guide.md"
+}
 
 # readme_complete TEXT: TEXT is whole shell commands (no open quote, no
 # unterminated here-document, no trailing backslash).
@@ -543,7 +563,7 @@ readme_parse() {
   ((${#README_CMDS[@]} == 0)) || return 0
   local -a lines block
   local n i=0 indent lang follow=0 last
-  mapfile -t lines <"${README_FILE:-$ROOT/README.md}"
+  mapfile -t lines <"${README_FILE:-$(readme_guide)}"
   n=${#lines[@]}
   while ((i < n)); do
     if [[ ${lines[i]} =~ ^([[:space:]]*)\`\`\`([A-Za-z]*)[[:space:]]*$ ]]; then
@@ -603,12 +623,12 @@ readme_cmd() {
 # SECTION_SHOWN. Dies when the section is missing or has none.
 readme_section() {
   local -a keep_cmds=("${README_CMDS[@]}") keep_shown=("${README_SHOWN[@]}")
-  awk -v h="### $1" '
-    !fence && $0 == h { on = 1; next }
-    !fence && on && /^##?#? / { exit }
+  awk -v h="$1" '
+    !fence && !on && /^##+ / { t = $0; sub(/^#+ /, "", t); if (t == h) { on = 1; level = index($0, " "); next } }
+    !fence && on && /^#+ / && index($0, " ") <= level { exit }
     /^[[:space:]]*```/ { fence = !fence }
-    on' "$ROOT/README.md" >"$D/readme-section.md"
-  [[ -s $D/readme-section.md ]] || die "README.md: no section '### $1'"
+    on' "$(readme_guide)" >"$D/readme-section.md"
+  [[ -s $D/readme-section.md ]] || die "the guide (${GUIDE_FILES[*]}): no section '$1'"
   README_CMDS=()
   README_SHOWN=()
   README_FILE=$D/readme-section.md readme_parse
@@ -627,7 +647,7 @@ readme_inline() {
   spans=$(awk '/^[[:space:]]*```/ { fenced = !fenced; next } !fenced {
       line = $0; if (line ~ /^\|/) gsub(/\\\|/, "|", line)
       while (match(line, /`[^`]+`/)) { print substr(line, RSTART + 1, RLENGTH - 2); line = substr(line, RSTART + RLENGTH) }
-    }' "$ROOT/README.md" | awk -v f="$1" 'index($0, f) == 1' | sort -u)
+    }' "$(readme_guide)" | awk -v f="$1" 'index($0, f) == 1' | sort -u)
   [[ -n $spans && $spans != *$'\n'* ]] ||
     die "README.md: $(grep -c . <<<"$spans") different \`code spans\` start with '$1'; the suite runs exactly one"
   CMD=$spans
@@ -648,7 +668,21 @@ readme_sh() {
     printf '#!/usr/bin/env bash\nexec %q --kubeconfig %q --cache-dir %q ${README_NS:+--namespace "$README_NS"} "$@"\n' \
       "$KUBECTL" "$D/admin.kubeconfig" "$D/kubectl-cache" >"$D/readme-bin/kubectl"
     chmod +x "$D/readme-bin/kubectl"
-    ln -s "$(realpath "$KWCTL")" "$D/readme-bin/kwctl"
+    # kwctl, with this checkout's annotated module standing in for the
+    # release's registry reference the guide names (there is no registry
+    # here): `kwctl pull` of it has nothing to do, and any other command
+    # reads the file instead.
+    local ref
+    ref=$(yaml_objects "$ROOT/examples/cluster-admission-policy.yaml" | jq -r .spec.module)
+    printf '#!/usr/bin/env bash
+ref=%q file=%q
+if [[ ${1:-} == pull && ${2:-} == "$ref" ]]; then echo "(the suite: $ref is $file)"; exit 0; fi
+args=()
+for a in "$@"; do if [[ $a == "$ref" ]]; then args+=("$file"); else args+=("$a"); fi; done
+exec %q "${args[@]}"
+' \
+      "$ref" "$POLICY_FILE" "$(realpath "$KWCTL")" >"$D/readme-bin/kwctl"
+    chmod +x "$D/readme-bin/kwctl"
   fi
   (cd "${README_DIR:-$ROOT}" && PATH="$D/readme-bin:$PATH" KUBECONFIG="$D/admin.kubeconfig" \
     bash -O failglob -o pipefail -c "$1" 2>&1)

@@ -41,6 +41,28 @@ upgrade_probe() {
   PROBE_CLASS=$(rollout_class $UPGRADE_NS "$1")
 }
 
+# upgrade_probe_steady NAME: upgrade_probe, told apart from load (the pod
+# probed last in PROBE_NAME). A call
+# the API server gave up on (the webhook's timeoutSeconds, on a busy CI
+# machine a fresh policy-server's first evaluation) fails open under
+# failurePolicy Ignore, whatever the configuration: the pod is probed once
+# more, and the note says so. A refused connection (a policy-server
+# stopped while a webhook still calls it) is a gap of the configuration,
+# never retried.
+upgrade_probe_steady() {
+  local before timeouts
+  before=$(wc -l <"$D/kube-apiserver.log")
+  PROBE_NAME=$1
+  upgrade_probe "$1"
+  [[ $PROBE_CLASS == "" ]] || return 0
+  timeouts=$(tail -n +"$((before + 1))" "$D/kube-apiserver.log" | grep -F 'failing open clusterwide-kata-runtime' || true)
+  [[ -n $timeouts && $timeouts != *"connection refused"* &&
+    $timeouts =~ (deadline exceeded|Client\.Timeout) ]] || return 0
+  echo "# note: $1 failed open on a webhook timeout ($(one_line "$(head -1 <<<"$timeouts" | cut -c1-300)")); probed again as $1-again"
+  PROBE_NAME=$1-again
+  upgrade_probe "$PROBE_NAME"
+}
+
 # upgrade_policies: the ClusterAdmissionPolicies, "name@policyServer@module"
 # each, sorted, space-separated.
 upgrade_policies() {
@@ -109,13 +131,15 @@ upgrade_follow() {
     fi
     if [[ $cmd == "kubectl delete "* ]]; then controller_sync drop; fi
     n=$((n + 1))
-    upgrade_probe "$what-$n"
+    upgrade_probe_steady "$what-$n"
     class=$PROBE_CLASS
-    [[ $class == kata ]] || gaps+=" after \`$(one_line "$cmd")\`: class '$class' ($(one_line "$PROBE_OUT"));"
+    # 0.1.0's examples assign kata, this release's kata-qemu-runtime-rs:
+    # the same shim (the suite's two classes differ only by name).
+    [[ $class == kata || $class == kata-qemu-runtime-rs ]] || gaps+=" after \`$(one_line "$cmd")\`: class '$class' ($(one_line "$PROBE_OUT"));"
     access=$(upgrade_access)
     [[ -z $access ]] || denied+=" after \`$(one_line "$cmd")\`:$access"
-    PROBE_AFTER[$what-$n]=$cmd
-    PROBE_SERVED[$what-$n]=$(controller_served kata-runtime-policy)
+    PROBE_AFTER[$PROBE_NAME]=$cmd
+    PROBE_SERVED[$PROBE_NAME]=$(controller_served kata-runtime-policy)
   done
   controller_sync
   if [[ -z $gaps && -z $denied ]]; then
@@ -134,9 +158,7 @@ else
   source tests/cluster/controller.sh
   # Every policy of the suite gone, and the dedicated PolicyServer with its
   # account: a 0.1.0 cluster has neither.
-  stop_one policy-server
-  k delete clusteradmissionpolicies --all >/dev/null
-  k delete mutatingwebhookconfigurations,validatingwebhookconfigurations -l app.kubernetes.io/part-of=kubewarden >/dev/null
+  controller_clean_slate
   k delete -f examples/policy-server.yaml >/dev/null
   k create namespace $UPGRADE_NS >/dev/null
   k -n $UPGRADE_NS create serviceaccount default >/dev/null

@@ -256,7 +256,7 @@ impl Calls {
 const CLAIM: &str = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data-web-0","namespace":"default","uid":"3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10","resourceVersion":"48151623","creationTimestamp":"2026-11-02T10:21:07Z","labels":{"app":"web"},"annotations":{"pv.kubernetes.io/bind-completed":"yes","pv.kubernetes.io/bound-by-controller":"yes","volume.beta.kubernetes.io/storage-provisioner":"ebs.csi.aws.com","volume.kubernetes.io/selected-node":"ip-10-0-1-17.eu-west-1.compute.internal","volume.kubernetes.io/storage-provisioner":"ebs.csi.aws.com"},"finalizers":["kubernetes.io/pvc-protection"]},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"20Gi"}},"storageClassName":"gp3","volumeMode":"Filesystem","volumeName":"pvc-3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10"},"status":{"phase":"Bound"}}"#;
 const VOLUME: &str = r#"{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pvc-3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10","uid":"f0e4a1b2-7c55-4d2e-8b0a-2d9e6c1f3a44","resourceVersion":"48151620","creationTimestamp":"2026-11-02T10:21:09Z","labels":{"topology.kubernetes.io/zone":"eu-west-1b"},"annotations":{"pv.kubernetes.io/provisioned-by":"ebs.csi.aws.com","volume.kubernetes.io/provisioner-deletion-secret-name":"","volume.kubernetes.io/provisioner-deletion-secret-namespace":""},"finalizers":["kubernetes.io/pv-protection","external-attacher/ebs-csi-aws-com"]},"spec":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"20Gi"},"claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"data-web-0","namespace":"default","resourceVersion":"48151598","uid":"3c1d5e2a-0c0e-4f7b-9d61-5b0f2f7f6a10"},"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["eu-west-1b"]}]}]}},"storageClassName":"gp3","volumeMode":"Filesystem"},"status":{"phase":"Bound"}}"#;
 
-/// The policy's field masks for claims and volumes (`src/cluster.rs`): a
+/// The policy's field masks for claims and volumes (`src/cluster/`): a
 /// difference fails the replay, and so the case.
 const PVC_MASKS: [&str; 8] = [
     "spec.accessModes",
@@ -341,12 +341,15 @@ struct Config {
 
 impl Config {
     fn settings(&self) -> Value {
-        let mut settings = json!({});
+        // The two required settings (0.4.0), and the annotation written out:
+        // its default changed with them.
+        let mut settings = json!({
+            "runtimeClassName": "kata",
+            "policyServerServiceAccount": "system:serviceaccount:kubewarden:policy-server",
+            "annotateDecision": self.annotate,
+        });
         if self.check != "auto" {
             settings["runtimeHandlerCheck"] = json!(self.check);
-        }
-        if self.annotate {
-            settings["annotateDecision"] = json!(true);
         }
         settings
     }

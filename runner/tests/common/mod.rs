@@ -125,3 +125,62 @@ pub fn kata_mandatory() -> Value {
         "lookupFailure": "reject"
     })
 }
+
+/// `settings` completed where they say nothing (a key absent; `null` is
+/// kept, and reads as missing) with what the tests assume: the required
+/// settings as the recorded sessions have them (their can_i questions are
+/// asked for kubewarden-defaults' PolicyServer, the class they record is
+/// `kata`), and `annotateDecision: false`, so that a patch is the class
+/// alone. A test of the annotation, or of a missing setting, says so.
+pub fn test_settings(settings: &Value) -> Value {
+    let mut settings = settings.clone();
+    if let Some(map) = settings.as_object_mut() {
+        for (key, value) in [
+            ("runtimeClassName", Value::from("kata")),
+            (
+                "policyServerServiceAccount",
+                Value::from("system:serviceaccount:kubewarden:policy-server"),
+            ),
+            ("annotateDecision", Value::from(false)),
+        ] {
+            map.entry(key).or_insert(value);
+        }
+    }
+    settings
+}
+
+/// policy.wasm whose `validate` and `evaluate` run with the settings
+/// completed by [`test_settings`]; everything else is [`Policy`]'s
+/// (`policy.0` runs with the settings exactly as given).
+pub struct TestPolicy(pub Policy);
+
+impl std::ops::Deref for TestPolicy {
+    type Target = Policy;
+    fn deref(&self) -> &Policy {
+        &self.0
+    }
+}
+
+impl TestPolicy {
+    pub fn validate(
+        &self,
+        request: &Value,
+        settings: &Value,
+        session: Session,
+    ) -> anyhow::Result<Value> {
+        self.0.validate(request, &test_settings(settings), session)
+    }
+
+    pub fn evaluate(
+        &self,
+        request: &Value,
+        settings: &Value,
+        session: Session,
+    ) -> kwrun::AdmissionResponse {
+        self.0.evaluate(request, &test_settings(settings), session)
+    }
+}
+
+pub fn test_policy() -> TestPolicy {
+    TestPolicy(policy())
+}

@@ -572,13 +572,13 @@ fn the_memo_answers_as_a_fresh_check_would() {
         })
         .collect();
     for kubelet in [false, true] {
-        let mut memo = FitMemo::default();
+        let mut memo = FitAnswers::default();
         for round in 0..3 {
             for (i, a) in texts.iter().enumerate() {
                 let a = if round == 1 { &texts[(i * 7) % 12] } else { a };
                 let n = node(json!({"name": format!("n{i}"), "allocatable": a}));
                 assert_eq!(
-                    fit.shortfalls_memo(&n, kubelet, &mut memo),
+                    fit.shortfalls_with(&n, kubelet, &mut memo),
                     fit.shortfalls(&n, kubelet),
                     "{a}"
                 );
@@ -586,14 +586,14 @@ fn the_memo_answers_as_a_fresh_check_would() {
         }
     }
     // An error names its node: it is never remembered for another one.
-    let mut memo = FitMemo::default();
+    let mut memo = FitAnswers::default();
     let bad = json!({"cpu": "x"});
-    let first = fit.shortfalls_memo(
+    let first = fit.shortfalls_with(
         &node(json!({"name": "a", "allocatable": bad})),
         false,
         &mut memo,
     );
-    let second = fit.shortfalls_memo(
+    let second = fit.shortfalls_with(
         &node(json!({"name": "b", "allocatable": bad})),
         false,
         &mut memo,

@@ -1,0 +1,14 @@
+//! Where the candidate nodes come from, each path a peer with one entry,
+//! `feasible(&NodeCtx, …)`, feeding the one filter pass
+//! (`scheduling::Pass`):
+//! - `listed.rs`: the kata NodeList;
+//! - `pinned.rs`: the few nodes a pod names, read by name;
+//! - `probed.rs`: the list without handlers, its candidates read by name
+//!   with them.
+
+mod ctx;
+pub mod listed;
+pub mod pinned;
+pub mod probed;
+
+pub use ctx::{Feasible, NodeCtx};
