@@ -43,6 +43,7 @@ pub mod review;
 pub mod runtime_class;
 pub mod scheduling;
 pub mod settings;
+pub mod shapes;
 pub mod volumes;
 
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;

@@ -1351,3 +1351,163 @@ proptest! {
         }
     }
 }
+
+/// Per-node labels a view may name: none, a key pods select on, a prefix.
+const PER_NODE: [&[&str]; 3] = [&[], &["zone"], &["g*"]];
+
+/// `nodes` in pools: node `i` takes the fields of node `from[i]` (when
+/// earlier) but keeps its name and draws its own values of the labels
+/// `zone` and `gen` it has, as hostnames differ within a pool: the shapes
+/// hold several members, told apart only by labels a view may call
+/// per-node.
+fn pooled(mut nodes: Vec<Value>, from: &[(prop::sample::Index, prop::sample::Index)]) -> Vec<Value> {
+    for i in 1..nodes.len() {
+        let (j, value) = (from[i].0.index(i + 1), from[i].1);
+        if j < i {
+            let name = nodes[i]["metadata"]["name"].clone();
+            nodes[i] = nodes[j].clone();
+            nodes[i]["metadata"]["name"] = name;
+            let labels = nodes[i]["metadata"]["labels"].as_object_mut();
+            for (key, v) in labels.into_iter().flatten() {
+                if key == "zone" || key == "gen" {
+                    *v = json!(value.get(&VALUES));
+                }
+            }
+        }
+    }
+    nodes
+}
+
+/// The node shapes of `nodes` in a ConfigMap, as the controller writes
+/// them, listed at `listed_at` and valid for 60 s.
+fn shapes_map(nodes: &[Value], selector: &str, per_node: &[&str], listed_at: i64) -> Vec<u8> {
+    use kata_runtime_policy::shapes::{BuildOptions, DATA_KEY, build};
+    let view = build(
+        nodes,
+        &BuildOptions {
+            selector: selector.into(),
+            per_node_labels: per_node.iter().map(|k| k.to_string()).collect(),
+            listed_at,
+            valid_for: 60,
+            max_bytes: 1 << 20,
+        },
+    );
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shapes", "namespace": "kata"},
+        "data": {DATA_KEY: view.to_string()}})
+    .to_string()
+    .into_bytes()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Judged against the node shapes, every pod gets the review the node
+    /// list gives it: the verdict, the patch, every word of the warnings
+    /// (the diagnosis counts each member; broken nodes are named as the
+    /// list names them). And the view really decides: a pod that reads
+    /// no node name and no per-node label makes no node list read.
+    #[test]
+    fn the_node_shapes_decide_as_the_node_list(
+        spec in pod_spec(), nodes in nodes(), from in proptest::collection::vec(any::<(prop::sample::Index, prop::sample::Index)>(), NAMES.len()),
+        check in pick(&["off", "auto", "required"]), per_node in pick(&PER_NODE),
+    ) {
+        let nodes = pooled(nodes, &from);
+        let object = pod(spec.clone());
+        let payload = |shapes: bool| {
+            let mut settings = json!({"kataNodeSelector": "", "runtimeHandlerCheck": check});
+            if shapes {
+                settings["nodeShapes"] = json!("kata/shapes");
+            }
+            json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "operation": "CREATE", "object": object}, "settings": settings})
+        };
+        let list = || fake(json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes());
+        let listed = review(&payload(false), &list());
+        let map = shapes_map(&nodes, "", per_node, FakeCluster::NOW - 30);
+        let cluster = list().config_map("kata", "shapes", Ok(Some(map)));
+        let shaped = review(&payload(true), &cluster);
+        prop_assert_eq!(&shaped.decision, &listed.decision);
+        prop_assert_eq!(render(shaped.clone()), render(listed.clone()));
+        let c = constraints(&spec);
+        let per_node_read = c.value_keys().iter().any(|k| per_node.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => k.starts_with(prefix),
+            None => p == k,
+        }));
+        let asked = cluster.calls().iter().any(|call| matches!(call, kata_runtime_policy::cluster::Call::ConfigMap(..)));
+        if asked && !per_node_read && !c.reads_node_names() {
+            prop_assert!(cluster.listed().is_empty(), "{:?}", cluster.calls());
+        }
+    }
+
+    /// A view that is stale, missing, unreadable, made for other nodes, or
+    /// that cannot be read leaves the decision to the node list: the
+    /// review is the list's, whatever the view says.
+    #[test]
+    fn views_that_cannot_be_used_leave_the_node_list_to_decide(
+        spec in pod_spec(), nodes in nodes(), other in nodes(), how in 0..6usize,
+    ) {
+        let object = pod(spec);
+        let payload = |shapes: bool| {
+            let mut settings = json!({"kataNodeSelector": "", "runtimeHandlerCheck": "auto"});
+            if shapes {
+                settings["nodeShapes"] = json!("kata/shapes");
+            }
+            json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "operation": "CREATE", "object": object}, "settings": settings})
+        };
+        let list = || fake(json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes());
+        let listed = review(&payload(false), &list());
+        let answer = match how {
+            // Stale: listed long ago, from other nodes.
+            0 => Ok(Some(shapes_map(&other, "", &[], FakeCluster::NOW - 3600))),
+            // Missing.
+            1 => Ok(None),
+            // Made for another kataNodeSelector.
+            2 => Ok(Some(shapes_map(&other, "kata=yes", &[], FakeCluster::NOW))),
+            // Not a view.
+            3 => Ok(Some(b"{\"data\": {\"shapes.json\": \"[]\"}}".to_vec())),
+            // Forbidden.
+            4 => Err(LookupError::from_host("configmaps \"shapes\" is forbidden".into())),
+            _ => Ok(Some(shapes_map(&other, "", &[], FakeCluster::NOW))),
+        };
+        let mut cluster = list().config_map("kata", "shapes", answer);
+        if how == 5 {
+            // No clock: the view cannot be dated.
+            cluster = cluster.at(None);
+        }
+        let shaped = review(&payload(true), &cluster);
+        prop_assert_eq!(&shaped.decision, &listed.decision);
+        prop_assert_eq!(render(shaped.clone()), render(listed.clone()));
+    }
+}
+
+proptest! {
+    /// A pod that selects on a label the view calls per-node (members of
+    /// a shape differ there, as hostnames do) selects one member's value:
+    /// the node list must answer, as only it knows which members match.
+    #[test]
+    fn a_pod_that_selects_on_a_per_node_label_gets_the_node_lists_answer(
+        spec in pod_spec(), nodes in nodes(), from in proptest::collection::vec(any::<(prop::sample::Index, prop::sample::Index)>(), NAMES.len()),
+        member in any::<prop::sample::Index>(),
+    ) {
+        let nodes = pooled(nodes, &from);
+        prop_assume!(!nodes.is_empty());
+        let chosen = &nodes[member.index(nodes.len())]["metadata"]["labels"]["zone"];
+        prop_assume!(chosen.is_string());
+        let mut spec = spec;
+        spec["nodeSelector"] = json!({"zone": chosen});
+        let payload = |shapes: bool| {
+            let mut settings = json!({"kataNodeSelector": "", "runtimeHandlerCheck": "off"});
+            if shapes {
+                settings["nodeShapes"] = json!("kata/shapes");
+            }
+            json!({"request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "operation": "CREATE", "object": pod(spec.clone())}, "settings": settings})
+        };
+        let list = || fake(json!({"kind": "NodeList", "items": nodes}).to_string().into_bytes());
+        let listed = review(&payload(false), &list());
+        let map = shapes_map(&nodes, "", &["zone"], FakeCluster::NOW - 30);
+        let shaped = review(&payload(true), &list().config_map("kata", "shapes", Ok(Some(map))));
+        prop_assert_eq!(&shaped.decision, &listed.decision);
+    }
+}

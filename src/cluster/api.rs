@@ -284,6 +284,16 @@ pub trait Cluster {
     /// not exist. A direct GET: it fails fast, never hangs.
     fn node(&self, name: &str, masks: NodeMasks) -> Result<Option<Vec<u8>>, LookupError>;
 
+    /// The ConfigMap `name` in `namespace` (the node shapes); `Ok(None)`
+    /// when it does not exist. A direct GET: it fails fast, never hangs.
+    fn config_map(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, LookupError>;
+
+    /// The time, in Unix seconds; `None` when it cannot be read.
+    fn now(&self) -> Option<i64> {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.ok().and_then(|d| i64::try_from(d.as_secs()).ok())
+    }
+
     /// Writes one admission's decision to policy-server's log, at info
     /// (`logDecisions`): `message` with `namespace`, `pod` and `decision`
     /// as fields. A failed write is ignored: a log line never changes a

@@ -70,6 +70,8 @@ pub enum Call {
     },
     /// Every object of a kind.
     Objects(VolumeKind),
+    /// A ConfigMap read by namespace and name.
+    ConfigMap(String, String),
 }
 
 /// `RuntimeClass kata`, `Nodes Some("a=b")`, `Node w1`, `CanI list nodes
@@ -96,6 +98,7 @@ impl fmt::Display for Call {
                 write!(f, "Get {} {}{name}", kind.kind(), at.unwrap_or_default())
             }
             Call::Objects(kind) => write!(f, "List {}", kind.kind()),
+            Call::ConfigMap(ns, name) => write!(f, "Get ConfigMap {ns}/{name}"),
         }
     }
 }
@@ -129,6 +132,11 @@ pub struct FakeCluster {
     volume_lists: Vec<(VolumeKind, Vec<u8>)>,
     volume_error: Option<LookupError>,
     volumes_only: bool,
+    /// What a ConfigMap read answers: `(namespace, name, answer)`; any
+    /// other does not exist.
+    config_maps: Vec<(String, String, Answer)>,
+    /// The time the fake's clock tells.
+    now: Option<i64>,
     calls: RefCell<Vec<Call>>,
     logged: RefCell<Vec<[String; 4]>>,
 }
@@ -163,6 +171,8 @@ impl FakeCluster {
             volume_lists: Vec::new(),
             volume_error: None,
             volumes_only: false,
+            config_maps: Vec::new(),
+            now: Some(FakeCluster::NOW),
             calls: RefCell::default(),
             logged: RefCell::default(),
         }
@@ -294,6 +304,24 @@ impl FakeCluster {
         self
     }
 
+    // -------------------------------------------------- ConfigMaps, clock
+
+    /// The time the fake's clock tells unless set: 2026-12-01T00:00:00Z.
+    pub const NOW: i64 = 1_764_547_200;
+
+    /// A read of the ConfigMap `namespace/name` answers `answer`.
+    pub fn config_map(mut self, namespace: &str, name: &str, answer: Answer) -> Self {
+        self.config_maps
+            .push((namespace.to_string(), name.to_string(), answer));
+        self
+    }
+
+    /// The clock tells `now` (`None`: it cannot be read).
+    pub fn at(mut self, now: Option<i64>) -> Self {
+        self.now = now;
+        self
+    }
+
     // ---------------------------------------------------------- what it saw
 
     /// Every call so far, in order.
@@ -400,6 +428,17 @@ impl FakeCluster {
 }
 
 impl Cluster for FakeCluster {
+    fn config_map(&self, namespace: &str, name: &str) -> Answer {
+        self.record(Call::ConfigMap(namespace.to_string(), name.to_string()));
+        (self.config_maps.iter())
+            .find(|(ns, n, _)| ns == namespace && n == name)
+            .map_or(Ok(None), |(_, _, answer)| answer.clone())
+    }
+
+    fn now(&self) -> Option<i64> {
+        self.now
+    }
+
     fn log_decision(&self, message: &str, namespace: &str, pod: &str, decision: &str) {
         self.logged
             .borrow_mut()

@@ -35,6 +35,17 @@ pub fn runtime_class_request(name: &str) -> GetResourceRequest {
     }
 }
 
+pub fn config_map_request(namespace: &str, name: &str) -> GetResourceRequest {
+    GetResourceRequest {
+        api_version: "v1".to_string(),
+        kind: "ConfigMap".to_string(),
+        name: name.to_string(),
+        namespace: Some(namespace.to_string()),
+        disable_cache: DISABLE_CACHE,
+        field_masks: None,
+    }
+}
+
 pub fn node_request(name: &str, masks: NodeMasks) -> GetResourceRequest {
     GetResourceRequest {
         api_version: "v1".to_string(),
@@ -143,6 +154,10 @@ fn get_optional(request: &GetResourceRequest) -> Result<Option<Vec<u8>>, LookupE
 impl Cluster for HostCluster {
     fn runtime_class(&self, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
         get_optional(&runtime_class_request(name))
+    }
+
+    fn config_map(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, LookupError> {
+        get_optional(&config_map_request(namespace, name))
     }
 
     fn kata_nodes(

@@ -23,6 +23,7 @@ pub(crate) struct Memo<'c, C> {
     access: Cache<(String, Resource), Result<Access, LookupError>>,
     objects: Cache<(VolumeKind, Option<String>, String), Answer>,
     kinds: Cache<VolumeKind, Result<Vec<u8>, LookupError>>,
+    config_maps: Cache<(String, String), Answer>,
 }
 
 impl<'c, C: Cluster> Memo<'c, C> {
@@ -34,6 +35,7 @@ impl<'c, C: Cluster> Memo<'c, C> {
             access: RefCell::default(),
             objects: RefCell::default(),
             kinds: RefCell::default(),
+            config_maps: RefCell::default(),
         }
     }
 }
@@ -51,6 +53,17 @@ fn kept<K: Eq + Hash, V: Clone>(cache: &Cache<K, V>, key: K, ask: impl FnOnce() 
 impl<C: Cluster> Cluster for Memo<'_, C> {
     fn runtime_class(&self, name: &str) -> Answer {
         self.cluster.runtime_class(name)
+    }
+
+    fn config_map(&self, namespace: &str, name: &str) -> Answer {
+        let key = (namespace.to_string(), name.to_string());
+        kept(&self.config_maps, key, || {
+            self.cluster.config_map(namespace, name)
+        })
+    }
+
+    fn now(&self) -> Option<i64> {
+        self.cluster.now()
     }
 
     fn kata_nodes(&self, selector: Option<&str>, masks: NodeMasks) -> Listed {

@@ -6,7 +6,7 @@
 use k8s_openapi::api::node::v1::RuntimeClass;
 
 use super::no_kata::NoKata;
-use super::nodes::{Feasible, NodeCtx, listed, pinned, probed};
+use super::nodes::{Feasible, NodeCtx, listed, pinned, probed, shaped};
 use crate::cluster::{Cluster, NodeMasks};
 use crate::kubelet::KubeletNeeds;
 use crate::pod::PodFacts;
@@ -33,6 +33,9 @@ pub fn feasible(class: &str, ctx: &DecisionCtx, cluster: &impl Cluster) -> Feasi
     let nodes = &ctx.nodes;
     if let Some(names) = constraints.pinned_nodes() {
         return pinned::feasible(nodes, cluster, &constraints, &kubelet, &names);
+    }
+    if let Some(answer) = shaped::feasible(nodes, cluster, &constraints, &kubelet) {
+        return answer;
     }
     nodes.may_list_nodes(cluster)?;
     // Without a label the candidates are every node, few of them Kata:

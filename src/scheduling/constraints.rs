@@ -94,6 +94,21 @@ impl Constraints {
         &self.label_keys
     }
 
+    /// The node labels whose values a filter compares (selectors, node
+    /// affinity, volume topology); topology spread only asks that its keys
+    /// be there.
+    pub fn value_keys(&self) -> Vec<String> {
+        let mut keys = self.affinity.label_keys();
+        keys.extend(self.volumes.label_keys());
+        keys
+    }
+
+    /// Whether a filter reads the node's name (`spec.nodeName`,
+    /// `matchFields`): then nodes of one shape may differ.
+    pub fn reads_node_names(&self) -> bool {
+        self.node_name.is_some() || self.affinity.reads_fields()
+    }
+
     /// The pod's `spec.nodeName`, if set.
     pub fn node_name(&self) -> Option<&str> {
         self.node_name.as_deref()

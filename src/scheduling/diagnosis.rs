@@ -27,18 +27,24 @@ impl Eq for Diagnosis<'_> {}
 impl<'n> Diagnosis<'n> {
     /// Records one node that cannot run the pod, with each of its reasons.
     pub fn record(&mut self, unfit: Unfit<'n>) {
-        self.total += 1;
-        self.count(unfit.first);
+        self.record_times(unfit, 1);
+    }
+
+    /// Records `times` nodes that cannot run the pod for the same reasons
+    /// (the members of a node shape).
+    pub fn record_times(&mut self, unfit: Unfit<'n>, times: usize) {
+        self.total += times;
+        self.count(unfit.first, times);
         for reason in unfit.more {
-            self.count(reason);
+            self.count(reason, times);
         }
     }
 
-    fn count(&mut self, reason: Reason<'n>) {
+    fn count(&mut self, reason: Reason<'n>, times: usize) {
         match &mut self.run {
-            Some((current, count)) if *current == reason => *count += 1,
+            Some((current, count)) if *current == reason => *count += times,
             run => {
-                if let Some((done, count)) = run.replace((reason, 1)) {
+                if let Some((done, count)) = run.replace((reason, times)) {
                     *self.reasons.entry(done).or_default() += count;
                 }
             }

@@ -190,6 +190,11 @@ impl RequiredNodeAffinity {
         keys
     }
 
+    /// Whether a term reads a node field (`matchFields`): the node's name.
+    pub fn reads_fields(&self) -> bool {
+        self.terms.iter().flatten().any(|t| !t.fields.is_empty())
+    }
+
     /// The node names the required affinity pins the pod to, when every
     /// term pins it with `matchFields metadata.name In` (the DaemonSet
     /// shape): no other node can match. `None` when some node outside a

@@ -10,6 +10,7 @@
 //! narrows the candidates, as the scheduler's PreFilter does) and the
 //! probed one (a gate that reads each candidate again, with its handlers).
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -111,9 +112,21 @@ impl<'c, 'n, G: Gate<'n>> Pass<'c, 'n, G> {
 
     /// Judges one candidate; `Break` once the answer is known.
     pub fn offer(&mut self, node: &Node<'n>) -> ControlFlow<()> {
+        self.offer_shape(node, 1, None)
+    }
+
+    /// Judges `count` nodes that every filter and gate judges as `node`
+    /// (a node shape), of which `names` are the first, sorted (`None`:
+    /// `node` alone).
+    pub fn offer_shape(
+        &mut self,
+        node: &Node<'n>,
+        count: usize,
+        names: Option<&[String]>,
+    ) -> ControlFlow<()> {
         let verdict = match self.constraints.check_with(node, &mut self.answers) {
             Ok(()) => {
-                self.met += 1;
+                self.met += count;
                 self.gate.admit(node)
             }
             Err(Unfit {
@@ -126,7 +139,7 @@ impl<'c, 'n, G: Gate<'n>> Pass<'c, 'n, G> {
             // Once a node fits, the diagnosis is never shown.
             Err(unfit) => {
                 if !self.fits {
-                    self.diagnosis.record(unfit);
+                    self.diagnosis.record_times(unfit, count);
                 }
                 return ControlFlow::Continue(());
             }
@@ -134,16 +147,23 @@ impl<'c, 'n, G: Gate<'n>> Pass<'c, 'n, G> {
         match verdict {
             Verdict::Starts => {
                 self.fits = true;
-                self.broken.pickable += 1;
+                self.broken.pickable += count;
                 match self.stop {
                     Stop::FirstFit => ControlFlow::Break(()),
                     Stop::WholeList => ControlFlow::Continue(()),
                 }
             }
             Verdict::Lacks(lack) => {
-                self.broken.record(node.metadata.name.0.clone(), &lack);
+                match names {
+                    Some(names) => {
+                        let names = names.iter().map(|n| Cow::Owned(n.clone()));
+                        self.broken.record_many(names, count, &lack);
+                    }
+                    None => self.broken.record(node.metadata.name.0.clone(), &lack),
+                }
                 if !self.fits {
-                    self.diagnosis.record(Reason::Runtime(lack).into());
+                    self.diagnosis
+                        .record_times(Reason::Runtime(lack).into(), count);
                 }
                 ControlFlow::Continue(())
             }

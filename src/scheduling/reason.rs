@@ -160,17 +160,25 @@ impl<'n> Broken<'n> {
     /// Records a node that passes every scheduler filter and fails a
     /// kubelet gate (the runtime handler, or the CRI's features).
     pub fn record(&mut self, name: Cow<'n, str>, lack: &Lack) {
-        self.pickable += 1;
-        match self.lacks.get_mut(lack) {
-            Some(count) => *count += 1,
-            None => {
-                self.lacks.insert(lack.clone(), 1);
+        self.record_many([name], 1, lack);
+    }
+
+    /// Records `count` such nodes at once (the members of a node shape),
+    /// of which `names` are the first, sorted.
+    pub fn record_many(
+        &mut self,
+        names: impl IntoIterator<Item = Cow<'n, str>>,
+        count: usize,
+        lack: &Lack,
+    ) {
+        self.pickable += count;
+        *self.lacks.entry(lack.clone()).or_default() += count;
+        for name in names {
+            let at = self.names.partition_point(|n| n.as_ref() < name.as_ref());
+            if at < Self::NAMED {
+                self.names.insert(at, name);
+                self.names.truncate(Self::NAMED);
             }
-        }
-        let at = self.names.partition_point(|n| n.as_ref() < name.as_ref());
-        if at < Self::NAMED {
-            self.names.insert(at, name);
-            self.names.truncate(Self::NAMED);
         }
     }
 

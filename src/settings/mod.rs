@@ -88,6 +88,29 @@ pub struct Settings {
     pub runtime_classes_by_resource: Vec<ClassRoute>,
     /// One line per evaluated Pod CREATE in policy-server's log.
     pub log_decisions: bool,
+    /// The ConfigMap holding the node shapes (`nodeShapes`), judged
+    /// instead of the node list while it is fresh; `None`: the list.
+    pub node_shapes: Option<ConfigMapRef>,
+}
+
+/// A ConfigMap, by namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigMapRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ConfigMapRef {
+    /// `namespace/name`, each as the API server accepts it.
+    pub fn parse(text: &str) -> Option<ConfigMapRef> {
+        let (namespace, name) = text.split_once('/')?;
+        (crate::labels::is_dns_label(namespace) && crate::labels::is_dns_subdomain(name)).then(
+            || ConfigMapRef {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            },
+        )
+    }
 }
 
 /// One entry of `runtimeClassesByResource`.
@@ -146,6 +169,7 @@ impl Default for Settings {
             fallback_runtime_classes: Vec::new(),
             runtime_classes_by_resource: Vec::new(),
             log_decisions: false,
+            node_shapes: None,
         }
     }
 }

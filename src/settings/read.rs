@@ -13,7 +13,7 @@ use super::values::{
     boolean, class_names, features, handler_check, outcome, resource_names, routes, socket_paths,
     string, strings,
 };
-use super::{KataNodeSelector, ServiceAccount, Settings};
+use super::{ConfigMapRef, KataNodeSelector, ServiceAccount, Settings};
 use crate::incompatible::FeatureSet;
 use crate::labels;
 
@@ -52,7 +52,7 @@ const fn known(name: &'static str, read: Reader) -> Known {
 /// one list both the reader and that message use, so they cannot disagree.
 /// A `null` list keeps the default, like an absent key (Helm renders unset
 /// values as null); `[]` empties it.
-const KNOWN: [Known; 19] = [
+const KNOWN: [Known; 20] = [
     known("runtimeClassName", |d, key, value| {
         let name = string(key, value)?;
         if !labels::is_dns_subdomain(&name) {
@@ -166,6 +166,18 @@ const KNOWN: [Known; 19] = [
     }),
     known("logDecisions", |d, key, value| {
         d.settings.log_decisions = boolean(key, value)?;
+        Ok(())
+    }),
+    known("nodeShapes", |d, key, value| {
+        let text = if value.is_null() { String::new() } else { string(key, value)? };
+        d.settings.node_shapes = match text.as_str() {
+            "" => None,
+            _ => Some(ConfigMapRef::parse(&text).ok_or_else(|| {
+                format!(
+                    "{key} must be \"<namespace>/<name>\" of a ConfigMap (a DNS label and a DNS subdomain), or \"\" for none, got {text:?}"
+                )
+            })?),
+        };
         Ok(())
     }),
 ];

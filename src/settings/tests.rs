@@ -437,7 +437,7 @@ fn an_unknown_setting_is_refused_with_every_known_one() {
          noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, \
          hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, \
          policyServerServiceAccount, checkVolumes, restrictRuntimeClasses, allowedRuntimeClasses, \
-         runtimeHandlerCheck, annotateDecision, logDecisions"
+         runtimeHandlerCheck, annotateDecision, logDecisions, nodeShapes"
     );
 }
 

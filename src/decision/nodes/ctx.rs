@@ -4,7 +4,7 @@
 use crate::cluster::{Cluster, NodeList, NodeMasks, Subject};
 use crate::decision::no_kata::NoKata;
 use crate::scheduling::Broken;
-use crate::settings::{KataNodeSelector, Settings};
+use crate::settings::{ConfigMapRef, KataNodeSelector, Settings};
 
 /// A kata node can run the pod (`Some`: with nodes the scheduler may pick
 /// and the pod would fail on), or why none can.
@@ -16,6 +16,8 @@ pub struct NodeCtx<'s> {
     pub selector: &'s KataNodeSelector,
     /// policy-server's account, for the access question.
     pub subject: Subject<'s>,
+    /// `nodeShapes`: where the node shapes are, if anywhere.
+    pub shapes: Option<&'s ConfigMapRef>,
 }
 
 impl<'s> NodeCtx<'s> {
@@ -23,6 +25,7 @@ impl<'s> NodeCtx<'s> {
         NodeCtx {
             selector: &settings.kata_node_selector,
             subject: settings.policy_server_subject(),
+            shapes: settings.node_shapes.as_ref(),
         }
     }
 
