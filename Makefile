@@ -108,6 +108,14 @@ e2e-cluster: policy.wasm
 e2e-faults: policy.wasm
 	tests/cluster/faults.sh
 
+# The node shapes on the real path: kata-node-shapes writes the view, a
+# policy with nodeShapes answers as the node list does, and stale or missing
+# views fall back (tests/cluster/shapes.sh).
+.PHONY: e2e-shapes
+e2e-shapes: policy.wasm
+	cargo build -p kata-node-shapes
+	tests/cluster/shapes.sh
+
 # e2e.bats with the project's own runner instead of kwctl.
 .PHONY: e2e-tests-local
 e2e-tests-local: policy.wasm $(KWRUN)
@@ -180,7 +188,7 @@ demo-check: policy.wasm $(KWRUN)
 
 # Everything CI runs, from a fresh machine.
 .PHONY: check
-check: setup lint docs-check test demo-check e2e-tests-local e2e-tests-kwctl e2e-cluster e2e-faults fuzz-smoke
+check: setup lint docs-check test demo-check e2e-tests-local e2e-tests-kwctl e2e-cluster e2e-faults e2e-shapes fuzz-smoke
 
 .PHONY: clean
 clean:
