@@ -1094,7 +1094,7 @@ fn main() -> Result<()> {
     let config = guest.config;
     let budget = Duration::from_secs_f64(seconds);
     if let Some(pod_sizes) = pod_sizes {
-        return pod_size::run(&guest, baseline.as_ref(), &pod_sizes, budget);
+        return pod_size::run(&guest, baseline.as_ref(), &pod_sizes, budget, shape);
     }
     let selected =
         |c: &Case| only.as_ref().is_none_or(|o| o.iter().any(|id| id == c.id)) && guest.runs(c);
