@@ -213,8 +213,10 @@ log "bytes per node as stored, managedFields left out: $(k get node "$first_node
   "$first_node, $(awk '{s += length($0) + 1} END {printf "%d", s / NR}' "$D/stored.jsonl") compact (mean of $(wc -l <"$D/stored.jsonl"))"
 
 # ---------------------------------------------------------- policy-server
+# annotateDecision off, as kwbench runs it: the skip cases then answer with
+# no patch (policy-settings.json turns it on since 0.4.0).
 base=$(jq -c '. + {runtimeClassName: "kata", kataNodeSelector: "katacontainers.io/kata-runtime=true",
-  policyServerServiceAccount: "system:serviceaccount:kubewarden:kata-runtime-policy"}' policy-settings.json)
+  policyServerServiceAccount: "system:serviceaccount:kubewarden:kata-runtime-policy", annotateDecision: false}' policy-settings.json)
 ctx='[{"apiVersion":"v1","kind":"Node"},{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass"},
   {"apiVersion":"v1","kind":"PersistentVolumeClaim"},{"apiVersion":"v1","kind":"PersistentVolume"},
   {"apiVersion":"storage.k8s.io/v1","kind":"StorageClass"}]'
