@@ -136,10 +136,11 @@ bench: policy.wasm $(KWRUN)
 # One Pod CREATE under the real policy-server at NODES kata nodes (etcd,
 # kube-apiserver and policy-server on loopback), runtimeHandlerCheck off
 # and auto; skips, saying which binary is missing, when one is.
+# SHAPE=realistic creates kwbench's realistic nodes (`kwbench nodes`).
 NODES ?= 1000
 
 .PHONY: bench-policy-server
-bench-policy-server: policy.wasm
+bench-policy-server: policy.wasm $(KWRUN)
 	scripts/bench-policy-server.sh $(NODES)
 
 # Coverage-guided fuzzing (fuzz/, cargo-fuzz on stable, no sanitizer).

@@ -28,6 +28,13 @@
 # reads the whole node list) splits the guest's early stop from the rest.
 # Every process started is stopped by PID and the temp dir removed on exit
 # (KEEP=1 keeps the dir).
+#
+# SHAPE=realistic creates the nodes of kwbench's realistic shape instead
+# (runner/src/clustergen/realistic.rs: NFD-labelled EKS nodes in pools, ~93
+# labels, some pools tainted, ~1 % cordoned and ~1 % NotReady), printed by
+# `kwbench nodes --shape realistic` (KWBENCH, default target/debug/kwbench:
+# `cargo build -p kwrun --bin kwbench`), so that both benchmarks measure one
+# definition of a node. The default, SHAPE=lean, is the jq-made node below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -35,6 +42,8 @@ NODES=${1:-1000}
 WARMUP=${2:-50}
 RUNS=${3:-200}
 [[ $NODES =~ ^[0-9]+$ && $NODES -ge 1 ]] || { echo "usage: $0 [NODES] [WARMUP] [RUNS]" >&2; exit 2; }
+SHAPE=${SHAPE:-lean}
+[[ $SHAPE == lean || $SHAPE == realistic ]] || { echo "SHAPE is lean or realistic, got $SHAPE" >&2; exit 2; }
 source tests/cluster/lib.sh
 
 need_bins "policy-server benchmark" etcd:ETCD kube-apiserver:KUBE_APISERVER kubectl:KUBECTL \
@@ -44,6 +53,8 @@ for tool in openssl curl jq xargs base64; do
 done
 WASM=$ROOT/${POLICY:-policy.wasm}
 [[ -f $WASM ]] || die "$WASM not found: make policy.wasm"
+KWBENCH=${KWBENCH:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/kwbench}
+[[ $SHAPE == lean || -x $KWBENCH ]] || die "$KWBENCH not found: cargo build -p kwrun --bin kwbench (or set KWBENCH)"
 
 D=$(mktemp -d /tmp/kata-policy-bench.XXXXXX)
 cleanup() {
@@ -156,25 +167,56 @@ BATCH=250
 seq 1 $BATCH "$NODES" | while read -r first; do
   last=$((first + BATCH - 1))
   ((last <= NODES)) || last=$NODES
-  gen_nodes "$first" "$last" >"$D/nodes-$first.json"
+  if [[ $SHAPE == lean ]]; then
+    gen_nodes "$first" "$last" >"$D/nodes-$first.json"
+  else # kwbench's nodes are numbered from 0
+    "$KWBENCH" nodes --shape realistic --from $((first - 1)) --count $((last - first + 1)) >"$D/nodes-$first.json"
+  fi
 done
 ls "$D"/nodes-*.json | xargs -P 4 -I{} "$KUBECTL" --kubeconfig "$D/admin.kubeconfig" \
   --cache-dir "$D/kubectl-cache" create -f {} -o name >/dev/null
 # The not-ready taint TaintNodesByCondition adds on create: off, as a
-# kubelet's Ready report makes the node lifecycle controller do.
-seq 1 "$NODES" | sed 's/^/kata-/' | xargs -P 8 -n 100 bash -c \
+# kubelet's Ready report makes the node lifecycle controller do (but on the
+# realistic shape's NotReady nodes, which were created with it).
+if [[ $SHAPE == lean ]]; then
+  seq 1 "$NODES" | sed 's/^/kata-/'
+else
+  jq -r '.items[] | select(all(.spec.taints[]?; .key != "node.kubernetes.io/not-ready")) | .metadata.name' "$D"/nodes-*.json
+fi | xargs -P 8 -n 100 bash -c \
   '"$0" --kubeconfig "$1" --cache-dir "$2" taint node "${@:3}" node.kubernetes.io/not-ready:NoSchedule-' \
   "$KUBECTL" "$D/admin.kubeconfig" "$D/kubectl-cache" >/dev/null
-got=$(k get nodes -l katacontainers.io/kata-runtime=true -o json |
-  jq --argjson rh "$HANDLERS" '[.items[] | select((.spec.taints // []) == [] and .status.runtimeHandlers == $rh)] | length')
-[[ $got == "$NODES" ]] || die "$got of $NODES nodes untainted with their 12 runtimeHandlers"
-one=$(k get node kata-1 -o json --show-managed-fields)
-log "$NODES nodes in $(($(date +%s) - T0)) s; one node: $(wc -c <<<"$one") bytes JSON" \
+if [[ $SHAPE == lean ]]; then
+  got=$(k get nodes -l katacontainers.io/kata-runtime=true -o json |
+    jq --argjson rh "$HANDLERS" '[.items[] | select((.spec.taints // []) == [] and .status.runtimeHandlers == $rh)] | length')
+  [[ $got == "$NODES" ]] || die "$got of $NODES nodes untainted with their 12 runtimeHandlers"
+  first_node=kata-1
+else
+  # Each stored node has the taints, unschedulable and runtimeHandlers it
+  # was generated with.
+  jq -s 'def key: {taints: ([.spec.taints[]? | [.key, .value, .effect]] | sort),
+      unschedulable: (.spec.unschedulable // false), rh: .status.runtimeHandlers};
+    [.[].items[] | {key: .metadata.name, value: key}] | from_entries' "$D"/nodes-*.json >"$D/expected.json"
+  got=$(k get nodes -l katacontainers.io/kata-runtime=true -o json |
+    jq --slurpfile want "$D/expected.json" 'def key: {taints: ([.spec.taints[]? | [.key, .value, .effect]] | sort),
+      unschedulable: (.spec.unschedulable // false), rh: .status.runtimeHandlers};
+      [.items[] | select(key == $want[0][.metadata.name])] | length')
+  [[ $got == "$NODES" ]] || die "$got of $NODES nodes with the taints and runtimeHandlers they were generated with"
+  first_node=$(jq -r '.items[0].metadata.name' "$D/nodes-1.json")
+fi
+one=$(k get node "$first_node" -o json --show-managed-fields)
+log "$NODES $SHAPE nodes in $(($(date +%s) - T0)) s; one node: $(wc -c <<<"$one") bytes JSON" \
   "(managedFields $(jq -c .metadata.managedFields <<<"$one" | wc -c))"
+# As stored: what `kubectl get node -o json` prints without managedFields
+# (indented), and the same compact (what the policy's payloads are made of).
+k get nodes -o json | jq -c '.items[] | del(.metadata.managedFields)' >"$D/stored.jsonl"
+log "bytes per node as stored, managedFields left out: $(k get node "$first_node" -o json | wc -c) as kubectl prints" \
+  "$first_node, $(awk '{s += length($0) + 1} END {printf "%d", s / NR}' "$D/stored.jsonl") compact (mean of $(wc -l <"$D/stored.jsonl"))"
 
 # ---------------------------------------------------------- policy-server
+# annotateDecision off, as kwbench runs it: the skip cases then answer with
+# no patch (policy-settings.json turns it on since 0.4.0).
 base=$(jq -c '. + {runtimeClassName: "kata", kataNodeSelector: "katacontainers.io/kata-runtime=true",
-  policyServerServiceAccount: "system:serviceaccount:kubewarden:kata-runtime-policy"}' policy-settings.json)
+  policyServerServiceAccount: "system:serviceaccount:kubewarden:kata-runtime-policy", annotateDecision: false}' policy-settings.json)
 ctx='[{"apiVersion":"v1","kind":"Node"},{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass"},
   {"apiVersion":"v1","kind":"PersistentVolumeClaim"},{"apiVersion":"v1","kind":"PersistentVolume"},
   {"apiVersion":"storage.k8s.io/v1","kind":"StorageClass"}]'
@@ -203,10 +245,13 @@ log "policy-server $("$POLICY_SERVER" --version 2>/dev/null | head -1) ready on 
 review() { jq -c '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: (. + {namespace: "tenant"} | .object.metadata.namespace = "tenant")}' "$@"; }
 review test_data/pod-plain.json >"$D/plain.json"
 review test_data/pod-plain.json | jq -c '.request.object.spec.runtimeClassName = "runc"' >"$D/skip.json"
-# Fits no node (asks 64 CPUs): every policy reads the whole list, whatever
+# Fits no node (asks 64 CPUs; the realistic shape's metal nodes have up to
+# 191: 256): every policy reads the whole list, whatever
 # runtimeHandlerCheck, and admits it unchanged (noFeasibleNode: accept).
+NOFIT_CPU=64
+[[ $SHAPE == lean ]] || NOFIT_CPU=256
 review test_data/pod-plain.json |
-  jq -c '.request.object.spec.containers[0].resources = {requests: {cpu: "64"}}' >"$D/nofit.json"
+  jq -c --arg cpu "$NOFIT_CPU" '.request.object.spec.containers[0].resources = {requests: {cpu: $cpu}}' >"$D/nofit.json"
 
 # One curl process for all the requests of a case, each its own transfer
 # (--next) on one kept-alive TLS connection, as the API server keeps its
@@ -300,7 +345,8 @@ api_calls() {
 }
 
 echo
-echo "policy-server, $NODES kata nodes (12 runtimeHandlers each), $WARMUP warm-up + $RUNS timed sequential requests, ms"
+if [[ $SHAPE == lean ]]; then shape_text="12 runtimeHandlers each"; else shape_text="realistic shape"; fi
+echo "policy-server, $NODES kata nodes ($shape_text), $WARMUP warm-up + $RUNS timed sequential requests, ms"
 printf '%-34s %8s %8s %8s   %8s %8s %8s  %5s\n' case "total" p10 p90 "server" p10 p90 conns
 bench "off:  plain pod (mutated)" clusterwide-kata-off "$D/plain.json" mutated
 read -r n0 r0 a0 < <(api_calls)

@@ -13,8 +13,47 @@
 //! Same seed, same bytes: benchmark runs are comparable. The
 //! [`View::Plain`] payload is byte for byte the one of the generator before
 //! runtime handlers, so older measurements stay comparable.
+//!
+//! Two node shapes ([`Shape`]): the lean one above (20 labels, 10
+//! annotations, no pools), which every figure
+//! before the realistic shape was measured on and which stays byte for
+//! byte as it was; and the realistic one ([`realistic`]): pools of
+//! identical nodes as an EKS cluster with node-feature-discovery stores
+//! them, ~93 labels and ~9 KB each.
 
 use serde_json::{Value, json};
+
+pub mod realistic;
+
+/// Which nodes the generator makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// The original synthetic nodes (every earlier figure).
+    Lean,
+    /// Real-cluster weight: NFD labels, CSI and NFD annotations, pools.
+    Realistic,
+}
+
+impl std::str::FromStr for Shape {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Shape, String> {
+        match text {
+            "lean" => Ok(Shape::Lean),
+            "realistic" => Ok(Shape::Realistic),
+            other => Err(format!("the shape is lean or realistic, got {other:?}")),
+        }
+    }
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Shape::Lean => "lean",
+            Shape::Realistic => "realistic",
+        })
+    }
+}
 
 /// splitmix64: tiny, seedable, good enough to vary realistic fields.
 pub struct Rng(u64);
@@ -385,6 +424,51 @@ pub fn node_list(
     list_of(nodes(count, view, seed, runtime)).to_string()
 }
 
+/// [`nodes`] of either shape: nodes `0..count`.
+pub fn shaped_nodes(
+    shape: Shape,
+    count: usize,
+    view: View,
+    seed: u64,
+    runtime: impl Fn(usize) -> Runtime,
+) -> Vec<Value> {
+    shaped_range(shape, 0..count, view, seed, runtime)
+}
+
+/// Nodes `range` of the cluster `seed` of `shape`: the same nodes as in
+/// any longer list. A realistic node depends on its index alone; the lean
+/// generator is one stream, so its prefix is made and dropped.
+pub fn shaped_range(
+    shape: Shape,
+    range: std::ops::Range<usize>,
+    view: View,
+    seed: u64,
+    runtime: impl Fn(usize) -> Runtime,
+) -> Vec<Value> {
+    match shape {
+        Shape::Lean => {
+            let start = range.start;
+            let mut all = nodes(range.end, view, seed, runtime);
+            all.drain(..start.min(all.len()));
+            all
+        }
+        Shape::Realistic => range
+            .map(|i| realistic::node(i, view, seed, runtime(i)))
+            .collect(),
+    }
+}
+
+/// [`node_list`] of either shape.
+pub fn shaped_node_list(
+    shape: Shape,
+    count: usize,
+    view: View,
+    seed: u64,
+    runtime: impl Fn(usize) -> Runtime,
+) -> String {
+    list_of(shaped_nodes(shape, count, view, seed, runtime)).to_string()
+}
+
 /// The NodeList around `items`.
 pub fn list_of(items: Vec<Value>) -> Value {
     json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": items})
@@ -445,6 +529,48 @@ mod tests {
             a.len()
         );
     }
+
+    /// FNV-1a: a fingerprint of the lean payloads as they were before the
+    /// realistic shape, so that every earlier figure stays comparable.
+    fn fingerprint(text: &str) -> (usize, u64) {
+        let hash = (text.bytes()).fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+        (text.len(), hash)
+    }
+
+    #[test]
+    fn the_lean_shape_is_byte_for_byte_what_it_was() {
+        let got: Vec<(usize, u64)> = [
+            View::Plain,
+            View::HandlerNames,
+            View::HandlerFeatures,
+            View::Unmasked,
+        ]
+        .into_iter()
+        .map(|view| fingerprint(&node_list(40, view, 0x6b61_7461, kata_deploy)))
+        .collect();
+        assert_eq!(got, LEAN_FINGERPRINTS);
+        for view in [View::Plain, View::Unmasked] {
+            assert_eq!(
+                shaped_node_list(Shape::Lean, 40, view, 5, kata_deploy),
+                node_list(40, view, 5, kata_deploy)
+            );
+            // A slice is the same nodes as in the whole list.
+            assert_eq!(
+                shaped_range(Shape::Lean, 10..40, view, 5, kata_deploy),
+                nodes(40, view, 5, kata_deploy)[10..]
+            );
+        }
+    }
+
+    /// Recorded from the generator of commit 2932bf5 (before shapes).
+    const LEAN_FINGERPRINTS: [(usize, u64); 4] = [
+        (84806, 4535099259037524426),
+        (97406, 13503617387937139786),
+        (131286, 7406875280611285700),
+        (589840, 9740992831526214814),
+    ];
 
     #[test]
     fn nodes_report_kata_deploys_handlers_in_containerds_way() {
@@ -534,14 +660,17 @@ mod tests {
                 Runtime::KataDeploy
             }
         };
-        let unmasked = nodes(30, View::Unmasked, 11, runtime);
-        for view in [View::Plain, View::HandlerNames, View::HandlerFeatures] {
-            let masks = view.field_masks().unwrap();
-            let mut sorted = masks.to_vec();
-            sorted.sort();
-            assert_eq!(masks, sorted, "sent sorted");
-            for (masked, full) in nodes(30, view, 11, runtime).iter().zip(&unmasked) {
-                assert_eq!(*masked, apply_masks(full, masks), "{view:?}");
+        for shape in [Shape::Lean, Shape::Realistic] {
+            let unmasked = shaped_nodes(shape, 300, View::Unmasked, 11, runtime);
+            for view in [View::Plain, View::HandlerNames, View::HandlerFeatures] {
+                let masks = view.field_masks().unwrap();
+                let mut sorted = masks.to_vec();
+                sorted.sort();
+                assert_eq!(masks, sorted, "sent sorted");
+                let masked = shaped_nodes(shape, 300, view, 11, runtime);
+                for (masked, full) in masked.iter().zip(&unmasked) {
+                    assert_eq!(*masked, apply_masks(full, masks), "{shape} {view:?}");
+                }
             }
         }
         let names = nodes(2, View::HandlerNames, 11, kata_deploy);

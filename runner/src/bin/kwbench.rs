@@ -16,7 +16,15 @@
 //!                [--masks plain|names] [--baseline OTHER_GUEST.wasm
 //!                [--baseline-check auto|required|off] [--baseline-masks plain|names]
 //!                [--baseline-annotate]] [--annotate] [--pod-sizes 1000,4000,16000]
+//!                [--shape lean|realistic]
+//!        kwbench nodes [--shape lean|realistic] [--count N] [--from I]
 //!
+//! `--shape` is the node shape of every case (`clustergen::Shape`): `lean`
+//! (default; every earlier figure) or `realistic` (NFD-labelled EKS nodes
+//! in pools, ~9 KB each). `kwbench nodes` prints nodes I..I+N of the bench's
+//! cluster as a v1 List of whole Nodes as a client creates them (status
+//! included, no uid or resourceVersion): what
+//! `scripts/bench-policy-server.sh` creates with `SHAPE=realistic`.
 //! `--handler-check` is the policy's `runtimeHandlerCheck` setting (the
 //! node queries follow it: `off` asks no handler). `--baseline` times another
 //! guest's run of each case interleaved with this one (a before/after of a
@@ -37,7 +45,7 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use kwrun::clustergen::{self, Runtime, View};
+use kwrun::clustergen::{self, Runtime, Shape, View};
 use kwrun::{CallbackRequest, Exchange, Policy, Response, Session};
 use serde_json::{Value, json};
 
@@ -395,11 +403,11 @@ struct Answer {
 type Objects = Arc<Vec<Value>>;
 
 impl Answer {
-    fn new(size: usize, nodes: Nodes, view: View) -> Answer {
-        let items = clustergen::nodes(size, view, SEED, nodes.runtime());
+    fn new(shape: Shape, size: usize, nodes: Nodes, view: View) -> Answer {
+        let items = clustergen::shaped_nodes(shape, size, view, SEED, nodes.runtime());
         let middle = items[size / 2].clone();
         let plain = (view != View::Plain).then(|| {
-            let items = clustergen::nodes(size, View::Plain, SEED, nodes.runtime());
+            let items = clustergen::shaped_nodes(shape, size, View::Plain, SEED, nodes.runtime());
             (
                 clustergen::list_of(items.clone()).to_string(),
                 Arc::new(items),
@@ -436,16 +444,17 @@ impl Answer {
 
 /// The answers of one cluster size, built on first use.
 struct Answers {
+    shape: Shape,
     size: usize,
     built: HashMap<(Nodes, View), Answer>,
 }
 
 impl Answers {
     fn get(&mut self, nodes: Nodes, view: View) -> &Answer {
-        let size = self.size;
+        let (shape, size) = (self.shape, self.size);
         self.built
             .entry((nodes, view))
-            .or_insert_with(|| Answer::new(size, nodes, view))
+            .or_insert_with(|| Answer::new(shape, size, nodes, view))
     }
 }
 
@@ -965,7 +974,45 @@ fn floor_op(view: View) -> &'static str {
     }
 }
 
+/// `kwbench nodes`: nodes I..I+N of the bench's cluster (every node runs
+/// kata-deploy's shims), whole, as a v1 List a client can create.
+fn print_nodes(mut args: impl Iterator<Item = String>) -> Result<()> {
+    let (mut shape, mut count, mut from) = (Shape::Lean, 1_000, 0);
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| args.next().with_context(|| format!("{flag} needs a value"));
+        match arg.as_str() {
+            "--shape" => shape = value("--shape")?.parse().map_err(anyhow::Error::msg)?,
+            "--count" => count = value("--count")?.parse()?,
+            "--from" => from = value("--from")?.parse()?,
+            other => bail!(
+                "usage: kwbench nodes [--shape lean|realistic] [--count N] [--from I]; got {other:?}"
+            ),
+        }
+    }
+    let mut items = clustergen::shaped_range(
+        shape,
+        from..from + count,
+        View::Unmasked,
+        SEED,
+        clustergen::kata_deploy,
+    );
+    // The API server sets these on create (and refuses a resourceVersion).
+    for node in &mut items {
+        if let Some(meta) = node["metadata"].as_object_mut() {
+            for field in ["uid", "resourceVersion", "creationTimestamp"] {
+                meta.remove(field);
+            }
+        }
+    }
+    let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items});
+    println!("{list}");
+    Ok(())
+}
+
 fn main() -> Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("nodes") {
+        return print_nodes(std::env::args().skip(2));
+    }
     let mut args = std::env::args().skip(1);
     let mut positional = Vec::new();
     let mut sizes = vec![10, 100, 1_000, 10_000];
@@ -980,6 +1027,7 @@ fn main() -> Result<()> {
     let mut annotate = false;
     let mut baseline_annotate = false;
     let mut pod_sizes: Option<Vec<usize>> = None;
+    let mut shape = Shape::Lean;
     let list = |value: Option<String>, flag: &str| -> Result<Vec<String>> {
         Ok(value
             .with_context(|| format!("{flag} needs a value"))?
@@ -1011,6 +1059,11 @@ fn main() -> Result<()> {
             "--baseline" => baseline = Some(args.next().context("--baseline needs a value")?),
             "--baseline-check" => baseline_check = parse_check(args.next())?,
             "--annotate" => annotate = true,
+            "--shape" => {
+                shape = (args.next().context("--shape needs a value")?)
+                    .parse()
+                    .map_err(anyhow::Error::msg)?
+            }
             "--baseline-annotate" => baseline_annotate = true,
             "--baseline-masks" => {
                 baseline_masks = Some(parse_view(
@@ -1025,7 +1078,7 @@ fn main() -> Result<()> {
             "usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100] [--seconds S] \
              [--cases 0,a,…] [--modes replay,model] [--handler-check auto|required|off] [--masks plain|names] \
              [--baseline OTHER_GUEST.wasm [--baseline-check auto|required|off] [--baseline-masks plain|names] \
-             [--baseline-annotate]] [--annotate] [--pod-sizes 1000,4000,16000]"
+             [--baseline-annotate]] [--annotate] [--pod-sizes 1000,4000,16000] [--shape lean|realistic]"
         );
     };
     let guest = Guest::new(guest_path, config(check, masks, annotate))?;
@@ -1041,13 +1094,13 @@ fn main() -> Result<()> {
     let config = guest.config;
     let budget = Duration::from_secs_f64(seconds);
     if let Some(pod_sizes) = pod_sizes {
-        return pod_size::run(&guest, baseline.as_ref(), &pod_sizes, budget);
+        return pod_size::run(&guest, baseline.as_ref(), &pod_sizes, budget, shape);
     }
     let selected =
         |c: &Case| only.as_ref().is_none_or(|o| o.iter().any(|id| id == c.id)) && guest.runs(c);
 
     println!(
-        "Settings: {}; a plain pod's node query: {:?}.",
+        "Settings: {}; a plain pod's node query: {:?}; node shape: {shape}.",
         guest.settings,
         config.pod_view.field_masks().unwrap_or_default()
     );
@@ -1076,14 +1129,16 @@ fn main() -> Result<()> {
     let mut payload_bytes: HashMap<(usize, View), usize> = HashMap::new();
     for &size in &sizes {
         let mut answers = Answers {
+            shape,
             size,
             built: HashMap::new(),
         };
         // What each view weighs: the text the guest receives, and the parsed
         // objects policy-server keeps per query (one cache per query).
         for view in [View::Plain, View::HandlerNames, View::HandlerFeatures] {
-            let (items, heap, blocks) =
-                heap_bytes(|| clustergen::nodes(size, view, SEED, clustergen::kata_deploy));
+            let (items, heap, blocks) = heap_bytes(|| {
+                clustergen::shaped_nodes(shape, size, view, SEED, clustergen::kata_deploy)
+            });
             let bytes = clustergen::list_of(items).to_string().len();
             payload_bytes.insert((size, view), bytes);
             println!(
@@ -1096,7 +1151,14 @@ fn main() -> Result<()> {
                 blocks / size as isize
             );
         }
-        let unmasked = clustergen::node_list(size, View::Unmasked, SEED, clustergen::kata_deploy);
+        let unmasked = clustergen::shaped_node_list(
+            shape,
+            size,
+            View::Unmasked,
+            SEED,
+            clustergen::kata_deploy,
+        );
+        payload_bytes.insert((size, View::Unmasked), unmasked.len());
         let masked_bytes = payload_bytes[&(size, config.pod_view)];
         println!(
             "| {size} | payload bytes: masked {masked_bytes} / unmasked {} ({:.1}×) | | | | | | |",
@@ -1366,7 +1428,7 @@ fn main() -> Result<()> {
             }
         }
     }
-    summary(&rows, &payload_bytes, &config);
+    summary(&rows, &payload_bytes, &config, shape);
     if let Some(shipped) = positional.get(1) {
         let bytes = std::fs::read(shipped).with_context(|| format!("read {shipped}"))?;
         let mut compile: Vec<Duration> = (0..5)
@@ -1387,7 +1449,38 @@ fn main() -> Result<()> {
 }
 
 /// The ratios the targets are stated in.
-fn summary(rows: &[Row], payload_bytes: &HashMap<(usize, View), usize>, config: &Config) {
+fn summary(
+    rows: &[Row],
+    payload_bytes: &HashMap<(usize, View), usize>,
+    config: &Config,
+    shape: Shape,
+) {
+    println!();
+    println!("Node shape: {shape}. Bytes per node of each payload:");
+    let mut sizes: Vec<usize> = payload_bytes.keys().map(|(size, _)| *size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for size in sizes {
+        let per_node = [
+            View::Plain,
+            View::HandlerNames,
+            View::HandlerFeatures,
+            View::Unmasked,
+        ]
+        .iter()
+        .filter_map(|view| {
+            let bytes = payload_bytes.get(&(size, *view))?;
+            let name = match view {
+                View::Plain => "plain",
+                View::HandlerNames => "handler names",
+                View::HandlerFeatures => "whole handlers",
+                View::Unmasked => "unmasked",
+            };
+            Some(format!("{name} {}", bytes / size))
+        })
+        .collect::<Vec<_>>();
+        println!("- {size} nodes: {}", per_node.join(", "));
+    }
     let find = |model: bool, size: usize, id: &str| {
         rows.iter()
             .find(|r| r.model == model && r.size == size && r.id == id)

@@ -136,6 +136,7 @@ pub fn run(
     baseline: Option<&Guest>,
     sizes: &[usize],
     budget: Duration,
+    node_shape: clustergen::Shape,
 ) -> Result<()> {
     println!(
         "| elements | shape | request bytes | median µs | per element ns | × emptyDir pod | × previous size |{}",
@@ -150,9 +151,15 @@ pub fn run(
         if baseline.is_some() { "---:|" } else { "" }
     );
     let (asked, answered) = guest.config.views(Query::Pod);
-    let answer = Answer::new(1, Nodes::KataDeploy, answered);
-    let base_answer =
-        baseline.map(|b| Answer::new(1, Nodes::KataDeploy, b.config.views(Query::Pod).1));
+    let answer = Answer::new(node_shape, 1, Nodes::KataDeploy, answered);
+    let base_answer = baseline.map(|b| {
+        Answer::new(
+            node_shape,
+            1,
+            Nodes::KataDeploy,
+            b.config.views(Query::Pod).1,
+        )
+    });
     let shapes = shapes();
     let mut previous: HashMap<&str, Duration> = HashMap::new();
     for &n in sizes {
