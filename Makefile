@@ -141,6 +141,7 @@ NODES ?= 1000
 
 .PHONY: bench-policy-server
 bench-policy-server: policy.wasm $(KWRUN)
+	cargo build -p kata-node-shapes
 	scripts/bench-policy-server.sh $(NODES)
 
 # Coverage-guided fuzzing (fuzz/, cargo-fuzz on stable, no sanitizer).

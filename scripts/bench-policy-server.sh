@@ -114,6 +114,9 @@ metadata:
 handler: kata-nowhere
 EOF
 k create namespace tenant >/dev/null
+# The ServiceAccount controller's part (no controller-manager here): the
+# API server alone waits for the default account of a pod that names none.
+k -n tenant create serviceaccount default >/dev/null
 # The policy asks the API server (can_i) whether policyServerServiceAccount
 # may list nodes before it lists them: the example RBAC grants it to the
 # account of examples/policy-server.yaml, which the settings below name.
@@ -212,6 +215,22 @@ k get nodes -o json | jq -c '.items[] | del(.metadata.managedFields)' >"$D/store
 log "bytes per node as stored, managedFields left out: $(k get node "$first_node" -o json | wc -c) as kubectl prints" \
   "$first_node, $(awk '{s += length($0) + 1} END {printf "%d", s / NR}' "$D/stored.jsonl") compact (mean of $(wc -l <"$D/stored.jsonl"))"
 
+# ------------------------------------------------------ kata-node-shapes
+# The node shapes (nodeShapes) for the kata-shapes policy, written by the
+# controller as examples/node-shapes.yaml runs it (the admin's account here).
+SHAPES_BIN=$ROOT/${SHAPES_BIN:-target/debug/kata-node-shapes}
+[[ -x $SHAPES_BIN ]] || die "$SHAPES_BIN not found: cargo build -p kata-node-shapes"
+start_bg kata-node-shapes env KUBECONFIG="$D/admin.kubeconfig" "$SHAPES_BIN" \
+  --namespace kubewarden --name kata-node-shapes --selector katacontainers.io/kata-runtime=true
+end=$(($(date +%s) + 600))
+until [[ $(k -n kubewarden get configmap kata-node-shapes -o json 2>/dev/null |
+  jq -r '.data["shapes.json"] // "{}" | fromjson | .nodes') == "$NODES" ]]; do
+  (($(date +%s) < end)) || die "no view of $NODES nodes ($D/kata-node-shapes.log)"
+  sleep 1
+done
+VIEW=$(k -n kubewarden get configmap kata-node-shapes -o json | jq -r '.data["shapes.json"]')
+log "node shapes: $NODES nodes in $(jq '.shapes | length' <<<"$VIEW") shapes, $(wc -c <<<"$VIEW") bytes"
+
 # ---------------------------------------------------------- policy-server
 # annotateDecision off, as kwbench runs it: the skip cases then answer with
 # no patch (policy-settings.json turns it on since 0.4.0).
@@ -225,7 +244,9 @@ jq -n --arg wasm "file://$POLICY_FILE" --argjson s "$base" --argjson ctx "$ctx" 
     policyMode: "protect", allowedToMutate: true, contextAwareResources: $ctx,
     settings: ($s + {runtimeHandlerCheck: check}), hostCapabilities: ["*"]};
   {"clusterwide-kata-off": entry("kata-off"; "off"), "clusterwide-kata-auto": entry("kata-auto"; "auto"),
-   "clusterwide-kata-nowhere": (entry("kata-nowhere"; "auto") | .settings.runtimeClassName = "kata-nowhere")}' \
+   "clusterwide-kata-nowhere": (entry("kata-nowhere"; "auto") | .settings.runtimeClassName = "kata-nowhere"),
+   "clusterwide-kata-shapes": (entry("kata-shapes"; "auto") | .settings.nodeShapes = "kubewarden/kata-node-shapes"
+     | .contextAwareResources += [{apiVersion: "v1", kind: "ConfigMap"}])}' \
   >"$D/policies.yml"
 start_bg policy-server env KUBECONFIG="$D/policy-server.kubeconfig" RUST_LOG=warn \
   "$POLICY_SERVER" --addr 127.0.0.1 --port "$PS_PORT" --readiness-probe-port "$PS_READY_PORT" \
@@ -263,8 +284,17 @@ curl_config() { # policy-id body-file end [first]: requests first..end-1
   local i
   for ((i = ${4:-0}; i < $3; i++)); do
     ((i == ${4:-0})) || echo next
+    if [[ $1 == @api ]]; then
+      # The API server alone: a server-side dry-run create, no webhook.
+      cat <<EOF
+url = "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/tenant/pods?dryRun=All"
+cert = "$D/pki/admin.crt"
+key = "$D/pki/admin.key"
+EOF
+    else
+      echo "url = \"https://127.0.0.1:$PS_PORT/validate/$1\""
+    fi
     cat <<EOF
-url = "https://127.0.0.1:$PS_PORT/validate/$1"
 cacert = "$D/pki/ca.crt"
 header = "Content-Type: application/json"
 data-binary = "@$2"
@@ -317,8 +347,12 @@ bench() { # label policy-id body expected
   : >"$D/t.conn"
   i=0
   while read -r code tt tp ts nc; do
-    [[ $code == 200 ]] || die "$id: HTTP $code: $(head -c 500 "$D/out/$i.json")"
-    check "$want" "$D/out/$i.json"
+    if [[ $want == api ]]; then
+      [[ $code == 201 ]] || die "the API server: HTTP $code: $(head -c 500 "$D/out/$i.json")"
+    else
+      [[ $code == 200 ]] || die "$id: HTTP $code: $(head -c 500 "$D/out/$i.json")"
+      check "$want" "$D/out/$i.json"
+    fi
     if ((i >= WARMUP)); then
       echo "$tt" >>"$D/t.total"
       awk -v a="$ts" -v b="$tp" 'BEGIN {print a - b}' >>"$D/t.server"
@@ -331,6 +365,32 @@ bench() { # label policy-id body expected
   read -r sm sp10 sp90 < <(stats "$D/t.server")
   printf '%-34s %8s %8s %8s   %8s %8s %8s  %5s\n' "$label" "$m" "$p10" "$p90" "$sm" "$sp10" "$sp90" \
     "$(awk '{s += $1} END {print s}' "$D/t.conn")" | tee -a "$RESULTS"
+}
+
+# throughput LABEL POLICY-ID BODY EXPECTED: STREAMS concurrent streams of
+# RUNS requests each (one kept-alive connection per stream, as the API
+# server's connections to a webhook under a burst): admissions per second
+# and the median of every request's time_total, in ms.
+STREAMS=${STREAMS:-4}
+throughput() {
+  local label=$1 id=$2 body=$3 want=$4 s t0 t1 f
+  rm -rf "$D/tp" && mkdir -p "$D/tp"
+  for ((s = 0; s < STREAMS; s++)); do
+    mkdir -p "$D/tp/$s/out"
+    curl_config "$id" "$body" "$RUNS" | sed "s|$D/out/|$D/tp/$s/out/|" >"$D/tp/$s.cfg"
+  done
+  t0=$(date +%s%N)
+  for ((s = 0; s < STREAMS; s++)); do curl -K "$D/tp/$s.cfg" >"$D/tp/$s.lines" & done
+  wait
+  t1=$(date +%s%N)
+  for ((s = 0; s < STREAMS; s++)); do
+    awk '$1 != 200 && $1 != 201 {exit 1}' "$D/tp/$s.lines" || die "$id: a request failed under load: $(grep -v '^20[01] ' "$D/tp/$s.lines" | head -1)"
+    [[ $want == api ]] || for f in "$D/tp/$s/out/"*.json; do check "$want" "$f"; done
+  done
+  cat "$D"/tp/*.lines | awk '{print $2}' >"$D/t.total"
+  read -r m p10 p90 < <(stats "$D/t.total")
+  printf '%-34s %8s %8s %8s   %7.0f/s with %d streams\n' "$label" "$m" "$p10" "$p90" \
+    "$(awk -v n="$((STREAMS * RUNS))" -v ns="$((t1 - t0))" 'BEGIN {print n / (ns / 1e9)}')" "$STREAMS" | tee -a "$RESULTS"
 }
 
 # api_calls: how many one-shot requests the API server has answered, as
@@ -348,6 +408,12 @@ echo
 if [[ $SHAPE == lean ]]; then shape_text="12 runtimeHandlers each"; else shape_text="realistic shape"; fi
 echo "policy-server, $NODES kata nodes ($shape_text), $WARMUP warm-up + $RUNS timed sequential requests, ms"
 printf '%-34s %8s %8s %8s   %8s %8s %8s  %5s\n' case "total" p10 p90 "server" p10 p90 conns
+jq -c '.request.object' "$D/plain.json" >"$D/pod.json"
+bench "API server alone: dry-run create" @api "$D/pod.json" api
+# The node shapes first: policy-server then holds no node cache at all.
+bench "shapes: plain pod (mutated)" clusterwide-kata-shapes "$D/plain.json" mutated
+bench "shapes: fits no node (all shapes)" clusterwide-kata-shapes "$D/nofit.json" skip
+rss_shapes=$(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status")
 bench "off:  plain pod (mutated)" clusterwide-kata-off "$D/plain.json" mutated
 read -r n0 r0 a0 < <(api_calls)
 bench "auto: plain pod (mutated)" clusterwide-kata-auto "$D/plain.json" mutated
@@ -361,7 +427,12 @@ bench "auto: plain pod (mutated), 2nd" clusterwide-kata-auto "$D/plain.json" mut
 bench "off:  plain pod (mutated), 2nd" clusterwide-kata-off "$D/plain.json" mutated
 rss_one=$(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status")
 bench "auto: no node has the handler" clusterwide-kata-nowhere "$D/plain.json" skip
+echo
+echo "under load: $STREAMS concurrent streams of $RUNS requests, ms, and admissions per second"
+throughput "API server alone: dry-run create" @api "$D/pod.json" api
+throughput "shapes: plain pod (mutated)" clusterwide-kata-shapes "$D/plain.json" mutated
+throughput "auto: plain pod (mutated)" clusterwide-kata-auto "$D/plain.json" mutated
 awk '/^off: +plain/ {o += $(NF-6); no++} /^auto: plain/ {a += $(NF-6); na++}
   END {printf "\nauto/off (mean of the two runs'"'"' medians of time_total): %.3f\n", (a / na) / (o / no)}' "$RESULTS"
 echo "API server requests during the $((WARMUP + RUNS)) auto plain-pod admissions: $((n1 - n0)) node GETs, $((r1 - r0)) RuntimeClass GETs, $((a1 - a0)) SubjectAccessReviews"
-echo "policy-server RSS: $rss_one with the node list off reads (one cache), $(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status") once the k3s case also read the list with the handlers (two caches)"
+echo "policy-server RSS: $rss_shapes with the node shapes alone (no node cache), $rss_one with the node list off reads (one cache), $(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status") once the k3s case also read the list with the handlers (two caches)"

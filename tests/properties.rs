@@ -1360,7 +1360,10 @@ const PER_NODE: [&[&str]; 3] = [&[], &["zone"], &["g*"]];
 /// `zone` and `gen` it has, as hostnames differ within a pool: the shapes
 /// hold several members, told apart only by labels a view may call
 /// per-node.
-fn pooled(mut nodes: Vec<Value>, from: &[(prop::sample::Index, prop::sample::Index)]) -> Vec<Value> {
+fn pooled(
+    mut nodes: Vec<Value>,
+    from: &[(prop::sample::Index, prop::sample::Index)],
+) -> Vec<Value> {
     for i in 1..nodes.len() {
         let (j, value) = (from[i].0.index(i + 1), from[i].1);
         if j < i {

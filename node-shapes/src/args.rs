@@ -50,11 +50,13 @@ impl Args {
                 "--selector" => args.selector = value()?,
                 "--per-node-label" => args.per_node_labels.push(value()?),
                 "--relist-seconds" => {
-                    args.relist_seconds = number(value()?).ok_or("--relist-seconds takes a positive number")?
+                    args.relist_seconds =
+                        number(value()?).ok_or("--relist-seconds takes a positive number")?
                 }
                 "--valid-seconds" => {
                     let n = number(value()?).ok_or("--valid-seconds takes a positive number")?;
-                    args.valid_seconds = i64::try_from(n).map_err(|_| "--valid-seconds is too big")?;
+                    args.valid_seconds =
+                        i64::try_from(n).map_err(|_| "--valid-seconds is too big")?;
                 }
                 "--max-bytes" => {
                     let n = number(value()?).ok_or("--max-bytes takes a positive number")?;
@@ -99,9 +101,18 @@ mod tests {
 
     #[test]
     fn mistakes_are_refused_with_what_to_do() {
-        assert_eq!(parse("--name s").unwrap_err(), "--namespace and --name are required");
-        assert_eq!(parse("--namespace k --name s --bogus").unwrap_err(), "unknown flag \"--bogus\"");
-        assert_eq!(parse("--namespace k --name").unwrap_err(), "--name needs a value");
+        assert_eq!(
+            parse("--name s").unwrap_err(),
+            "--namespace and --name are required"
+        );
+        assert_eq!(
+            parse("--namespace k --name s --bogus").unwrap_err(),
+            "unknown flag \"--bogus\""
+        );
+        assert_eq!(
+            parse("--namespace k --name").unwrap_err(),
+            "--name needs a value"
+        );
         assert!(parse("--namespace k --name s --relist-seconds 0").is_err());
         assert_eq!(
             parse("--namespace k --name s --relist-seconds 60 --valid-seconds 60").unwrap_err(),

@@ -29,7 +29,9 @@ use tracker::{Change, Tracker};
 const MANAGER: &str = "kata-node-shapes";
 
 fn now() -> i64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
 }
 
@@ -131,10 +133,16 @@ async fn write(maps: &Api<ConfigMap>, args: &Args, view: &Value, tracker: &mut T
             "wrote {} nodes in {} shapes{}",
             tracker.node_count(),
             view["shapes"].as_array().map_or(0, Vec::len),
-            view["unusable"].as_str().map(|w| format!(" (unusable: {w})")).unwrap_or_default()
+            view["unusable"]
+                .as_str()
+                .map(|w| format!(" (unusable: {w})"))
+                .unwrap_or_default()
         )),
         Err(e) => {
-            log(&format!("cannot write ConfigMap {}/{}: {e}", args.namespace, args.name));
+            log(&format!(
+                "cannot write ConfigMap {}/{}: {e}",
+                args.namespace, args.name
+            ));
             tracker.retry();
         }
     }

@@ -35,7 +35,10 @@ pub struct Tracker {
 }
 
 fn name(node: &Value) -> String {
-    node["metadata"]["name"].as_str().unwrap_or_default().to_string()
+    node["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 impl Tracker {
@@ -82,7 +85,13 @@ impl Tracker {
         }
         self.dirty = false;
         let nodes: Vec<Value> = self.nodes.values().cloned().collect();
-        Some(build(&nodes, &BuildOptions { listed_at, ..self.options.clone() }))
+        Some(build(
+            &nodes,
+            &BuildOptions {
+                listed_at,
+                ..self.options.clone()
+            },
+        ))
     }
 
     /// A write failed: try again at the next tick.
@@ -117,7 +126,12 @@ mod tests {
     }
 
     fn counts(view: &Value) -> Vec<u64> {
-        view["shapes"].as_array().unwrap().iter().map(|s| s["count"].as_u64().unwrap()).collect()
+        view["shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["count"].as_u64().unwrap())
+            .collect()
     }
 
     #[test]
@@ -146,7 +160,10 @@ mod tests {
         t.apply(Change::Applied(node("b", "z1")), 105);
         t.apply(Change::Applied(node("c", "z2")), 105);
         let view = t.due().unwrap();
-        assert_eq!(view["listedAt"], 100, "events do not prove the watch is alive");
+        assert_eq!(
+            view["listedAt"], 100,
+            "events do not prove the watch is alive"
+        );
         assert_eq!(counts(&view), [2, 1]);
         t.apply(Change::Deleted(node("c", "z2")), 106);
         assert_eq!(counts(&t.due().unwrap()), [2]);
@@ -155,7 +172,10 @@ mod tests {
             t.apply(change, 160);
         }
         let view = t.due().unwrap();
-        assert_eq!((view["listedAt"].clone(), counts(&view)), (json!(160), vec![1]));
+        assert_eq!(
+            (view["listedAt"].clone(), counts(&view)),
+            (json!(160), vec![1])
+        );
         assert_eq!(t.node_count(), 1);
     }
 

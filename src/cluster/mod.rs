@@ -21,8 +21,9 @@ pub use api::{
     REPLAY_MISS, Resource, Subject, VolumeKind,
 };
 pub use host::{
-    DISABLE_CACHE, HostCluster, access_request, can_i_request, config_map_request, kata_nodes_request, node_request,
-    object_request, objects_request, parse_access, runtime_class_request,
+    DISABLE_CACHE, HostCluster, access_request, can_i_request, config_map_request,
+    kata_nodes_request, node_request, object_request, objects_request, parse_access,
+    runtime_class_request,
 };
 pub(crate) use memo::Memo;
 

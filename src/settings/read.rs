@@ -169,7 +169,11 @@ const KNOWN: [Known; 20] = [
         Ok(())
     }),
     known("nodeShapes", |d, key, value| {
-        let text = if value.is_null() { String::new() } else { string(key, value)? };
+        let text = if value.is_null() {
+            String::new()
+        } else {
+            string(key, value)?
+        };
         d.settings.node_shapes = match text.as_str() {
             "" => None,
             _ => Some(ConfigMapRef::parse(&text).ok_or_else(|| {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::{FORMAT, is_per_node};
@@ -28,61 +29,85 @@ pub struct BuildOptions {
     pub max_bytes: usize,
 }
 
+/// A view as the controller writes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Written<'a> {
+    format: u64,
+    selector: &'a str,
+    listed_at: i64,
+    valid_until: i64,
+    nodes: usize,
+    per_node_labels: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shapes: Option<Vec<Group>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unusable: Option<String>,
+}
+
+/// One shape: how many nodes, the first names sorted, the smallest-named
+/// member's form.
+#[derive(Serialize)]
+struct Group {
+    count: usize,
+    names: Vec<String>,
+    node: Value,
+}
+
 /// The view of `nodes`, listed with `options.selector`, as JSON.
 pub fn build(nodes: &[Value], options: &BuildOptions) -> Value {
-    let mut view = json!({
-        "format": FORMAT,
-        "selector": options.selector,
-        "listedAt": options.listed_at,
-        "validUntil": options.listed_at.saturating_add(options.valid_for),
-        "nodes": nodes.len(),
-        "perNodeLabels": options.per_node_labels,
-    });
+    let mut view = Written {
+        format: FORMAT,
+        selector: &options.selector,
+        listed_at: options.listed_at,
+        valid_until: options.listed_at.saturating_add(options.valid_for),
+        nodes: nodes.len(),
+        per_node_labels: &options.per_node_labels,
+        shapes: None,
+        unusable: None,
+    };
     match shapes(nodes, &options.per_node_labels) {
         Ok(shapes) => {
             let count = shapes.len();
-            view["shapes"] = Value::Array(shapes);
-            let size = view.to_string().len();
+            view.shapes = Some(shapes);
+            let size = serde_json::to_vec(&view).map_or(usize::MAX, |b| b.len());
             if size > options.max_bytes {
-                if let Some(fields) = view.as_object_mut() {
-                    fields.remove("shapes");
-                }
-                view["unusable"] = json!(format!(
+                view.shapes = None;
+                view.unusable = Some(format!(
                     "{count} shapes take {size} bytes, more than {}: name more labels as per-node",
                     options.max_bytes
                 ));
             }
         }
-        Err(why) => view["unusable"] = json!(why),
+        Err(why) => view.unusable = Some(why),
     }
-    view
+    serde_json::to_value(&view).unwrap_or(Value::Null)
 }
 
 /// One entry per shape, in the order of their smallest member names.
-fn shapes(nodes: &[Value], per_node: &[String]) -> Result<Vec<Value>, String> {
-    // key -> (count, first names sorted, the form of the smallest member)
-    let mut groups: BTreeMap<String, (usize, Vec<String>, Value)> = BTreeMap::new();
+fn shapes(nodes: &[Value], per_node: &[String]) -> Result<Vec<Group>, String> {
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     for node in nodes {
         let form = form_of(node);
-        readable(&form)?;
-        let name = form["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = readable(&form)?;
         let key = shape_key(&form, per_node);
-        let (count, names, first) = groups.entry(key).or_insert((0, Vec::new(), Value::Null));
-        *count += 1;
-        if names.first().is_none_or(|smallest| name < *smallest) {
-            *first = form;
+        let group = groups.entry(key).or_insert(Group {
+            count: 0,
+            names: Vec::new(),
+            node: Value::Null,
+        });
+        group.count += 1;
+        if group.names.first().is_none_or(|smallest| name < *smallest) {
+            group.node = form;
         }
-        let at = names.partition_point(|n| *n < name);
+        let at = group.names.partition_point(|n| *n < name);
         if at < Broken::NAMED {
-            names.insert(at, name);
-            names.truncate(Broken::NAMED);
+            group.names.insert(at, name);
+            group.names.truncate(Broken::NAMED);
         }
     }
-    let mut shapes: Vec<Value> = groups
-        .into_values()
-        .map(|(count, names, node)| json!({"count": count, "names": names, "node": node}))
-        .collect();
-    shapes.sort_by(|a, b| a["names"][0].as_str().cmp(&b["names"][0].as_str()));
+    let mut shapes: Vec<Group> = groups.into_values().collect();
+    shapes.sort_by(|a, b| a.names.first().cmp(&b.names.first()));
     Ok(shapes)
 }
 
@@ -90,35 +115,37 @@ fn shapes(nodes: &[Value], per_node: &[String]) -> Result<Vec<Value>, String> {
 /// shows it: its name and labels, taints, `unschedulable`, allocatable,
 /// runtime handlers and the CRI's features. Annotations stay out.
 pub fn form_of(node: &Value) -> Value {
-    let pick = |from: &Value, keys: &[&str]| -> Map<String, Value> {
+    let pick = |part: &str, keys: &[&str]| -> Map<String, Value> {
+        let from = node.get(part);
         keys.iter()
-            .filter_map(|k| from.get(*k).map(|v| (k.to_string(), v.clone())))
+            .filter_map(|k| from.and_then(|f| f.get(*k)).map(|v| (k.to_string(), v.clone())))
             .collect()
     };
     json!({
-        "metadata": pick(&node["metadata"], &["name", "labels"]),
-        "spec": pick(&node["spec"], &["taints", "unschedulable"]),
-        "status": pick(&node["status"], &["allocatable", "features", "runtimeHandlers"]),
+        "metadata": pick("metadata", &["name", "labels"]),
+        "spec": pick("spec", &["taints", "unschedulable"]),
+        "status": pick("status", &["allocatable", "features", "runtimeHandlers"]),
     })
 }
 
 /// A view holds only nodes the policy can read whole: a node the filters
 /// could not read (a malformed field, an allocatable that is no quantity)
 /// stops a node list's pass where it stands, which a view cannot replay.
-fn readable(form: &Value) -> Result<(), String> {
+/// The node's name.
+fn readable(form: &Value) -> Result<String, String> {
     let bytes = form.to_string();
     parse_node(bytes.as_bytes(), KeyFilter::All)?;
-    let name = &form["metadata"]["name"];
-    if !name.is_string() {
-        return Err("a node has no name".into());
-    }
-    for (resource, amount) in form["status"]["allocatable"].as_object().into_iter().flatten() {
-        let quantity = amount.as_str().map(Amount::parse);
-        if !matches!(quantity, Some(Ok(_))) {
-            return Err(format!("node {name} has status.allocatable {resource}: {amount}, which is not a valid quantity"));
+    let name = form.pointer("/metadata/name").and_then(Value::as_str);
+    let name = name.ok_or("a node has no name")?;
+    let allocatable = form.pointer("/status/allocatable").and_then(Value::as_object);
+    for (resource, amount) in allocatable.into_iter().flatten() {
+        if !matches!(amount.as_str().map(Amount::parse), Some(Ok(_))) {
+            return Err(format!(
+                "node {name:?} has status.allocatable {resource}: {amount}, which is not a valid quantity"
+            ));
         }
     }
-    Ok(())
+    Ok(name.to_string())
 }
 
 /// The form without what differs between members of a pool: the name,
@@ -126,18 +153,18 @@ fn readable(form: &Value) -> Result<(), String> {
 /// (containerd reports them in map order).
 fn shape_key(form: &Value, per_node: &[String]) -> String {
     let mut key = form.clone();
-    if let Some(meta) = key["metadata"].as_object_mut() {
+    if let Some(meta) = key.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("name");
-    }
-    if let Some(labels) = key["metadata"]["labels"].as_object_mut() {
-        for (k, v) in labels.iter_mut() {
+        let labels = meta.get_mut("labels").and_then(Value::as_object_mut);
+        for (k, v) in labels.into_iter().flatten() {
             if is_per_node(per_node, k) {
                 *v = Value::Null;
             }
         }
     }
-    if let Some(handlers) = key["status"]["runtimeHandlers"].as_array_mut() {
-        handlers.sort_by(|a, b| a["name"].to_string().cmp(&b["name"].to_string()));
+    let handlers = key.pointer_mut("/status/runtimeHandlers").and_then(Value::as_array_mut);
+    if let Some(handlers) = handlers {
+        handlers.sort_by_cached_key(|h| h.get("name").map(Value::to_string));
     }
     key.to_string()
 }

@@ -29,8 +29,10 @@ pub const FORMAT: u64 = 1;
 /// The per-node labels a controller leaves out of the shapes by default:
 /// the hostname, and the network topology EC2 reports per instance.
 /// An entry ending in `*` is a prefix.
-pub const DEFAULT_PER_NODE_LABELS: [&str; 2] =
-    ["kubernetes.io/hostname", "topology.k8s.aws/network-node-layer-*"];
+pub const DEFAULT_PER_NODE_LABELS: [&str; 2] = [
+    "kubernetes.io/hostname",
+    "topology.k8s.aws/network-node-layer-*",
+];
 
 /// Whether `key` is one of `per_node` (entries ending in `*` are prefixes).
 pub fn is_per_node(per_node: &[String], key: &str) -> bool {

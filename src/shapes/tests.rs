@@ -31,11 +31,17 @@ fn config_map(view: &Value) -> Vec<u8> {
 
 #[test]
 fn a_pool_is_one_shape_whatever_its_hostnames_and_handler_order() {
-    let mut nodes: Vec<Value> = (0..7).map(|i| node(&format!("n{i}"), "a", json!([]))).collect();
+    let mut nodes: Vec<Value> = (0..7)
+        .map(|i| node(&format!("n{i}"), "a", json!([])))
+        .collect();
     // containerd reports its handlers in map order.
     nodes[3]["status"]["runtimeHandlers"] = json!([{"name": "runc"}, {"name": "kata"}]);
     nodes.push(node("z-other-zone", "b", json!([])));
-    nodes.push(node("tainted", "a", json!([{"key": "d", "effect": "NoSchedule"}])));
+    nodes.push(node(
+        "tainted",
+        "a",
+        json!([{"key": "d", "effect": "NoSchedule"}]),
+    ));
     let view = build(&nodes, &options());
     let shapes = view["shapes"].as_array().unwrap();
     let summary: Vec<(u64, Value)> = shapes
@@ -88,31 +94,63 @@ fn a_node_the_filters_cannot_read_makes_the_view_unusable() {
 
 #[test]
 fn a_view_over_its_size_holds_no_shapes_and_says_why() {
-    let nodes: Vec<Value> = (0..50).map(|i| node(&format!("n{i}"), &format!("z{i}"), json!([]))).collect();
-    let view = build(&nodes, &BuildOptions { max_bytes: 2000, ..options() });
+    let nodes: Vec<Value> = (0..50)
+        .map(|i| node(&format!("n{i}"), &format!("z{i}"), json!([])))
+        .collect();
+    let view = build(
+        &nodes,
+        &BuildOptions {
+            max_bytes: 2000,
+            ..options()
+        },
+    );
     let why = View::parse(&config_map(&view)).unwrap_err().to_string();
     assert!(why.contains("50 shapes take"), "{why}");
 }
 
 #[test]
 fn a_view_is_used_only_fresh_and_for_its_selector() {
-    let view = View::parse(&config_map(&build(&[node("a", "a", json!([]))], &options()))).unwrap();
+    let view = View::parse(&config_map(&build(
+        &[node("a", "a", json!([]))],
+        &options(),
+    )))
+    .unwrap();
     let selector = "katacontainers.io/kata-runtime=true";
     assert_eq!(view.usable(selector, Some(1120)), Ok(()));
-    assert!(matches!(view.usable(selector, Some(1121)), Err(Unusable::Stale { .. })));
-    assert!(matches!(view.usable(selector, None), Err(Unusable::Stale { now: None, .. })));
-    assert!(matches!(view.usable("kata=yes", Some(1000)), Err(Unusable::OtherSelector(_))));
+    assert!(matches!(
+        view.usable(selector, Some(1121)),
+        Err(Unusable::Stale { .. })
+    ));
+    assert!(matches!(
+        view.usable(selector, None),
+        Err(Unusable::Stale { now: None, .. })
+    ));
+    assert!(matches!(
+        view.usable("kata=yes", Some(1000)),
+        Err(Unusable::OtherSelector(_))
+    ));
 }
 
 #[test]
 fn views_that_do_not_add_up_or_are_not_views_are_unreadable() {
     let mut view = build(&[node("a", "a", json!([]))], &options());
     view["nodes"] = json!(2);
-    assert!(matches!(View::parse(&config_map(&view)), Err(Unusable::Unreadable(_))));
+    assert!(matches!(
+        View::parse(&config_map(&view)),
+        Err(Unusable::Unreadable(_))
+    ));
     view["nodes"] = json!(1);
     view["format"] = json!(2);
-    assert!(matches!(View::parse(&config_map(&view)), Err(Unusable::Unreadable(_))));
-    for bytes in [&b"[]"[..], b"{}", b"{\"data\": {\"shapes.json\": \"{\"}}", b"\xff"] {
+    assert!(matches!(
+        View::parse(&config_map(&view)),
+        Err(Unusable::Unreadable(_))
+    ));
+    for bytes in [
+        &b"[]"[..],
+        b"{}",
+        b"{\"data\": {\"shapes.json\": \"{\"}}",
+        b"\xff",
+    ] {
         assert!(matches!(View::parse(bytes), Err(Unusable::Unreadable(_))));
     }
 }
@@ -121,6 +159,9 @@ fn views_that_do_not_add_up_or_are_not_views_are_unreadable() {
 fn per_node_labels_take_prefixes() {
     let per_node = DEFAULT_PER_NODE_LABELS.map(String::from).to_vec();
     assert!(is_per_node(&per_node, "kubernetes.io/hostname"));
-    assert!(is_per_node(&per_node, "topology.k8s.aws/network-node-layer-3"));
+    assert!(is_per_node(
+        &per_node,
+        "topology.k8s.aws/network-node-layer-3"
+    ));
     assert!(!is_per_node(&per_node, "topology.kubernetes.io/zone"));
 }

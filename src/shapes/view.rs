@@ -58,7 +58,10 @@ impl fmt::Display for Unusable {
             Unusable::OtherSelector(s) => {
                 write!(f, "the node shapes were made for the nodes of {s:?}")
             }
-            Unusable::Stale { valid_until, now: Some(now) } => write!(
+            Unusable::Stale {
+                valid_until,
+                now: Some(now),
+            } => write!(
                 f,
                 "the node shapes are stale: valid until {valid_until}, now {now} (Unix seconds)"
             ),
