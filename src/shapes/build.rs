@@ -118,7 +118,10 @@ pub fn form_of(node: &Value) -> Value {
     let pick = |part: &str, keys: &[&str]| -> Map<String, Value> {
         let from = node.get(part);
         keys.iter()
-            .filter_map(|k| from.and_then(|f| f.get(*k)).map(|v| (k.to_string(), v.clone())))
+            .filter_map(|k| {
+                from.and_then(|f| f.get(*k))
+                    .map(|v| (k.to_string(), v.clone()))
+            })
             .collect()
     };
     json!({
@@ -137,7 +140,9 @@ fn readable(form: &Value) -> Result<String, String> {
     parse_node(bytes.as_bytes(), KeyFilter::All)?;
     let name = form.pointer("/metadata/name").and_then(Value::as_str);
     let name = name.ok_or("a node has no name")?;
-    let allocatable = form.pointer("/status/allocatable").and_then(Value::as_object);
+    let allocatable = form
+        .pointer("/status/allocatable")
+        .and_then(Value::as_object);
     for (resource, amount) in allocatable.into_iter().flatten() {
         if !matches!(amount.as_str().map(Amount::parse), Some(Ok(_))) {
             return Err(format!(
@@ -162,7 +167,9 @@ fn shape_key(form: &Value, per_node: &[String]) -> String {
             }
         }
     }
-    let handlers = key.pointer_mut("/status/runtimeHandlers").and_then(Value::as_array_mut);
+    let handlers = key
+        .pointer_mut("/status/runtimeHandlers")
+        .and_then(Value::as_array_mut);
     if let Some(handlers) = handlers {
         handlers.sort_by_cached_key(|h| h.get("name").map(Value::to_string));
     }
