@@ -32,6 +32,10 @@ pub struct Tracker {
     listed_at: Option<i64>,
     /// A change not yet written.
     dirty: bool,
+    /// The view last handed out to be written: a change the policy does
+    /// not read (a kubelet's status heartbeat) makes the same view, and
+    /// is not written again.
+    last: Option<Value>,
 }
 
 fn name(node: &Value) -> String {
@@ -50,6 +54,7 @@ impl Tracker {
             listing: None,
             listed_at: None,
             dirty: false,
+            last: None,
         }
     }
 
@@ -85,18 +90,22 @@ impl Tracker {
         }
         self.dirty = false;
         let nodes: Vec<Value> = self.nodes.values().cloned().collect();
-        Some(build(
-            &nodes,
-            &BuildOptions {
-                listed_at,
-                ..self.options.clone()
-            },
-        ))
+        let options = BuildOptions {
+            listed_at,
+            ..self.options.clone()
+        };
+        let view = build(&nodes, &options);
+        if self.last.as_ref() == Some(&view) {
+            return None;
+        }
+        self.last = Some(view.clone());
+        Some(view)
     }
 
     /// A write failed: try again at the next tick.
     pub fn retry(&mut self) {
         self.dirty = true;
+        self.last = None;
     }
 
     pub fn node_count(&self) -> usize {
@@ -177,6 +186,24 @@ mod tests {
             (json!(160), vec![1])
         );
         assert_eq!(t.node_count(), 1);
+    }
+
+    #[test]
+    fn a_change_the_policy_does_not_read_writes_nothing() {
+        let mut t = tracker();
+        for change in [Change::Init, Change::Listed(node("a", "z1")), Change::Done] {
+            t.apply(change, 100);
+        }
+        assert!(t.due().is_some());
+        // A status heartbeat: conditions and annotations change, nothing the
+        // policy reads.
+        let mut beat = node("a", "z1");
+        beat["status"]["conditions"] = json!([{"type": "Ready", "lastHeartbeatTime": "now"}]);
+        beat["metadata"]["annotations"]["a"] = json!("c");
+        t.apply(Change::Applied(beat), 110);
+        assert!(t.due().is_none());
+        t.apply(Change::Applied(node("a", "z2")), 111);
+        assert!(t.due().is_some(), "a label the policy reads changed");
     }
 
     #[test]
