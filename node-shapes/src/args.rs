@@ -16,7 +16,8 @@ the one kata-runtime-policy's nodeShapes setting names.
   --relist-seconds N     list the nodes again every N seconds (default 60)
   --valid-seconds N      the policy uses a view until N seconds after its list
                          (default 180)
-  --max-bytes N          a bigger view holds no shapes (default 900000)
+  --max-bytes N          a bigger view, as stored in the ConfigMap, holds no
+                         shapes (default 900000)
 ";
 
 #[derive(Debug, Clone, PartialEq)]

@@ -24,8 +24,9 @@ pub struct BuildOptions {
     pub listed_at: i64,
     /// How long after `listed_at` the view may be used.
     pub valid_for: i64,
-    /// A view longer than this holds no shapes and says why (a ConfigMap
-    /// holds at most 1 MiB).
+    /// A view longer than this, as stored (a JSON string in the
+    /// ConfigMap's data, escaped), holds no shapes and says why (a
+    /// ConfigMap holds at most 1 MiB).
     pub max_bytes: usize,
 }
 
@@ -70,7 +71,9 @@ pub fn build(nodes: &[Value], options: &BuildOptions) -> Value {
         Ok(shapes) => {
             let count = shapes.len();
             view.shapes = Some(shapes);
-            let size = serde_json::to_vec(&view).map_or(usize::MAX, |b| b.len());
+            // As stored: a JSON string in the ConfigMap's data, escaped.
+            let stored = serde_json::to_string(&view).and_then(|t| serde_json::to_string(&t));
+            let size = stored.map_or(usize::MAX, |b| b.len());
             if size > options.max_bytes {
                 view.shapes = None;
                 view.unusable = Some(format!(

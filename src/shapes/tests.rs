@@ -165,3 +165,31 @@ fn per_node_labels_take_prefixes() {
     ));
     assert!(!is_per_node(&per_node, "topology.kubernetes.io/zone"));
 }
+
+#[test]
+fn the_size_limit_is_the_size_as_stored_escaped_in_the_config_map() {
+    let nodes: Vec<Value> = (0..5)
+        .map(|i| node(&format!("n{i}"), &format!("z{i}"), json!([])))
+        .collect();
+    let roomy = build(&nodes, &options());
+    let raw = roomy.to_string().len();
+    let escaped = serde_json::to_string(&roomy.to_string()).unwrap().len();
+    assert!(escaped > raw);
+    // Room for the view as JSON, not for it as a string in `data`.
+    let tight = build(
+        &nodes,
+        &BuildOptions {
+            max_bytes: raw + 10,
+            ..options()
+        },
+    );
+    assert!(tight.get("shapes").is_none(), "{tight}");
+    let fits = build(
+        &nodes,
+        &BuildOptions {
+            max_bytes: escaped + 10,
+            ..options()
+        },
+    );
+    assert_eq!(fits["shapes"].as_array().map(Vec::len), Some(5));
+}
