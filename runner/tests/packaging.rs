@@ -57,7 +57,9 @@ fn metadata_describes_the_policy() {
         m["contextAwareResources"],
         serde_json::json!([{"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass"},
             {"apiVersion": "v1", "kind": "PersistentVolumeClaim"}, {"apiVersion": "v1", "kind": "PersistentVolume"},
-            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass"}])
+            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass"},
+            // nodeShapes: the node shapes' ConfigMap, read by name.
+            {"apiVersion": "v1", "kind": "ConfigMap"}])
     );
     assert_eq!(
         m["annotations"]["io.kubewarden.policy.version"],
