@@ -172,6 +172,22 @@ PRIVILEGED_ON='{"skipPodsUsing":["hostNamespaces","userNamespaces","windows","pr
   decision_is mutated
 }
 
+@test "a pod that must run next to a database on a node without kata is left alone" {
+  kwctl_run pod-affinity-db.json affinity-db-off-kata.yml
+  [ "$status" -eq 0 ]
+  allowed true
+  no_patch
+  warning_is "kata runtime not assigned: 0/2 kata nodes can run this pod: 2 node(s) didn't match pod affinity rules"
+  decision_is unchanged
+}
+
+@test "the same pod gets kata when the database runs on a kata node" {
+  kwctl_run pod-affinity-db.json affinity-db-kata.yml
+  [ "$status" -eq 0 ]
+  only_runtime_class_patch kata
+  decision_is mutated
+}
+
 @test "a recreated claim never inherits its namesake's disk: the old PV names the old UID" {
   kwctl_run pod-statefulset.json volume-recreated-claim.yml
   [ "$status" -eq 0 ]

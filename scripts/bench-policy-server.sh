@@ -29,6 +29,14 @@
 # Every process started is stopped by PID and the temp dir removed on exit
 # (KEEP=1 keeps the dir).
 #
+# PODS=N (default 0) also creates N pods placed on the kata nodes (spec.nodeName,
+# as the scheduler leaves them), in Deployments' shapes: 20 apps, each
+# pod with its app's labels, a pod-template-hash, kubectl and Prometheus
+# annotations and a ReplicaSet owner. Then two more cases time a pod with
+# required inter-pod affinity (checkPodAffinity): next to app-7's pods
+# (mutated), and away from app-7's pods on every kata node's zone (none
+# left: unchanged), each reading the pod list.
+#
 # SHAPE=realistic creates the nodes of kwbench's realistic shape instead
 # (runner/src/clustergen/realistic.rs: NFD-labelled EKS nodes in pools, ~93
 # labels, some pools tainted, ~1 % cordoned and ~1 % NotReady), printed by
@@ -43,6 +51,8 @@ WARMUP=${2:-50}
 RUNS=${3:-200}
 [[ $NODES =~ ^[0-9]+$ && $NODES -ge 1 ]] || { echo "usage: $0 [NODES] [WARMUP] [RUNS]" >&2; exit 2; }
 SHAPE=${SHAPE:-lean}
+PODS=${PODS:-0}
+[[ $PODS =~ ^[0-9]+$ ]] || { echo "PODS is a number, got $PODS" >&2; exit 2; }
 [[ $SHAPE == lean || $SHAPE == realistic ]] || { echo "SHAPE is lean or realistic, got $SHAPE" >&2; exit 2; }
 source tests/cluster/lib.sh
 
@@ -215,6 +225,42 @@ k get nodes -o json | jq -c '.items[] | del(.metadata.managedFields)' >"$D/store
 log "bytes per node as stored, managedFields left out: $(k get node "$first_node" -o json | wc -c) as kubectl prints" \
   "$first_node, $(awk '{s += length($0) + 1} END {printf "%d", s / NR}' "$D/stored.jsonl") compact (mean of $(wc -l <"$D/stored.jsonl"))"
 
+# ------------------------------------------------------------------ pods
+# gen_pods FIRST LAST: a v1 List of pods pod-FIRST..pod-LAST, each bound to
+# a kata node ($D/names.json, round-robin), 20 apps round-robin.
+gen_pods() {
+  jq -cn --argjson first "$1" --argjson last "$2" --slurpfile names "$D/names.json" '
+    {apiVersion: "v1", kind: "List", items: [range($first; $last + 1) as $i |
+      ("app-" + ($i % 20 | tostring)) as $app |
+      {apiVersion: "v1", kind: "Pod",
+       metadata: {name: ("pod-" + ($i | tostring)), namespace: "tenant",
+         labels: {app: $app, "app.kubernetes.io/name": $app, "app.kubernetes.io/part-of": "shop",
+                  "app.kubernetes.io/version": "1.4.2", "pod-template-hash": "7c9d8f6b5d"},
+         annotations: {"kubectl.kubernetes.io/restartedAt": "2026-12-01T10:00:00Z",
+                       "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+         ownerReferences: [{apiVersion: "apps/v1", kind: "ReplicaSet", name: ($app + "-7c9d8f6b5d"),
+                            uid: "0c7d6e2a-5b1f-4c0e-9a57-1d0f3e2b8c41", controller: true, blockOwnerDeletion: true}]},
+       spec: {nodeName: $names[0][$i % ($names[0] | length)],
+              containers: [{name: "app", image: ("registry.example.com/" + $app + ":1.4.2"),
+                resources: {requests: {cpu: "100m", memory: "128Mi"}}}]}}]}'
+}
+if ((PODS > 0)); then
+  T0=$(date +%s)
+  jq -s '[.[] | select(.metadata.labels["katacontainers.io/kata-runtime"] == "true") | .metadata.name]' \
+    "$D/stored.jsonl" >"$D/names.json"
+  seq 1 500 "$PODS" | while read -r first; do
+    last=$((first + 499))
+    ((last <= PODS)) || last=$PODS
+    gen_pods "$first" "$last" >"$D/pods-$first.json"
+  done
+  ls "$D"/pods-*.json | xargs -P 4 -I{} "$KUBECTL" --kubeconfig "$D/admin.kubeconfig" \
+    --cache-dir "$D/kubectl-cache" create -f {} -o name >/dev/null
+  rm -f "$D"/pods-*.json
+  got=$(k get --raw "/api/v1/namespaces/tenant/pods?limit=1" | jq -r '.metadata.remainingItemCount + 1')
+  [[ $got == "$PODS" ]] || die "$got of $PODS pods created"
+  log "$PODS pods in $(($(date +%s) - T0)) s; one: $(k -n tenant get pod pod-1 -o json | jq -c 'del(.metadata.managedFields)' | wc -c) bytes compact"
+fi
+
 # ------------------------------------------------------ kata-node-shapes
 # The node shapes (nodeShapes) for the kata-shapes policy, written by the
 # controller as examples/node-shapes.yaml runs it (the admin's account here).
@@ -238,7 +284,8 @@ base=$(jq -c '. + {runtimeClassName: "kata", kataNodeSelector: "katacontainers.i
   policyServerServiceAccount: "system:serviceaccount:kubewarden:kata-runtime-policy", annotateDecision: false}' policy-settings.json)
 ctx='[{"apiVersion":"v1","kind":"Node"},{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass"},
   {"apiVersion":"v1","kind":"PersistentVolumeClaim"},{"apiVersion":"v1","kind":"PersistentVolume"},
-  {"apiVersion":"storage.k8s.io/v1","kind":"StorageClass"}]'
+  {"apiVersion":"storage.k8s.io/v1","kind":"StorageClass"},
+  {"apiVersion":"v1","kind":"Pod"},{"apiVersion":"v1","kind":"Namespace"}]'
 jq -n --arg wasm "file://$POLICY_FILE" --argjson s "$base" --argjson ctx "$ctx" '
   def entry(name; check): {namespacedName: {namespace: "", name: name}, module: $wasm,
     policyMode: "protect", allowedToMutate: true, contextAwareResources: $ctx,
@@ -427,6 +474,19 @@ bench "auto: plain pod (mutated), 2nd" clusterwide-kata-auto "$D/plain.json" mut
 bench "off:  plain pod (mutated), 2nd" clusterwide-kata-off "$D/plain.json" mutated
 rss_one=$(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status")
 bench "auto: no node has the handler" clusterwide-kata-nowhere "$D/plain.json" skip
+if ((PODS > 0)); then
+  # Next to app-7's pods (on the kata nodes), by hostname: mutated.
+  review test_data/pod-plain.json | jq -c '.request.object.spec.affinity = {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution:
+    [{labelSelector: {matchLabels: {app: "app-7"}}, topologyKey: "kubernetes.io/hostname"}]}}' >"$D/affinity.json"
+  # Away from app-7's pods by zone: every kata zone holds one.
+  review test_data/pod-plain.json | jq -c '.request.object.spec.affinity = {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution:
+    [{labelSelector: {matchLabels: {app: "app-7"}}, topologyKey: "topology.kubernetes.io/zone"}]}}' >"$D/anti.json"
+  rss_before_pods=$(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status")
+  bench "auto: pod affinity, $PODS pods" clusterwide-kata-auto "$D/affinity.json" mutated
+  bench "auto: pod anti-affinity, $PODS pods" clusterwide-kata-auto "$D/anti.json" skip
+  bench "auto: plain pod, after the pod list" clusterwide-kata-auto "$D/plain.json" mutated
+  rss_pods=$(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status")
+fi
 echo
 echo "under load: $STREAMS concurrent streams of $RUNS requests, ms, and admissions per second"
 throughput "API server alone: dry-run create" @api "$D/pod.json" api
@@ -436,3 +496,4 @@ awk '/^off: +plain/ {o += $(NF-6); no++} /^auto: plain/ {a += $(NF-6); na++}
   END {printf "\nauto/off (mean of the two runs'"'"' medians of time_total): %.3f\n", (a / na) / (o / no)}' "$RESULTS"
 echo "API server requests during the $((WARMUP + RUNS)) auto plain-pod admissions: $((n1 - n0)) node GETs, $((r1 - r0)) RuntimeClass GETs, $((a1 - a0)) SubjectAccessReviews"
 echo "policy-server RSS: $rss_shapes with the node shapes alone (no node cache), $rss_one with the node list off reads (one cache), $(awk '/VmRSS/ {print $2, $3}' "/proc/$ps_pid/status") once the k3s case also read the list with the handlers (two caches)"
+((PODS == 0)) || echo "policy-server RSS with the pod list: $rss_pods (before it: $rss_before_pods)"

@@ -38,6 +38,8 @@ scenarios=(
   "pod-statefulset.json|volume-zone-b.yml|{}|StatefulSet pod, disk in eu-west-1b; kata workers in eu-west-1a"
   "pod-statefulset.json|volume-zone-b-kata.yml|{}|the same pod; kata worker-2 in eu-west-1b"
   "pod-statefulset.json|volume-recreated-claim.yml|{}|the claim was recreated; its old disk in eu-west-1a names the old claim's UID"
+  "pod-affinity-db.json|affinity-db-off-kata.yml|{}|an API pod that must run on its database's node; the database runs on a node without Kata"
+  "pod-affinity-db.json|affinity-db-kata.yml|{}|the same pod; the database runs on kata worker-2"
   "pod-local-volume.json|volume-local.yml|{}|local-storage claim; the local volumes are on storage nodes"
   "pod-zonal-class.json|volume-allowed-topologies.yml|{}|ephemeral volume whose class only provisions in eu-west-1b"
   "pod-statefulset.json|kata-workers.yml|{\"checkVolumes\":false}|the StatefulSet pod with checkVolumes=false"

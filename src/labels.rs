@@ -4,7 +4,11 @@
 //! The selector is sent to the host verbatim (the API server evaluates it);
 //! it is parsed here only so that a typo is refused when the policy is
 //! configured, with a message that says where, instead of failing on every
-//! admission.
+//! admission. API objects' selectors are compiled by `selector`.
+
+mod selector;
+
+pub use selector::Selector;
 
 /// A `key` in a label or node-selector requirement: `[prefix/]name`, where the
 /// prefix is a DNS subdomain and the name is at most 63 characters of

@@ -34,6 +34,7 @@ pub mod labels;
 pub mod mutation;
 pub mod node;
 pub mod pod;
+pub mod pod_affinity;
 pub mod printable;
 pub mod quantity;
 pub mod request;

@@ -12,7 +12,7 @@ mod volumes;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
+use k8s_openapi::api::core::v1::{NodeSelector, PodAffinityTerm, Toleration};
 
 use crate::incompatible::RuntimeFacts;
 use crate::request::AdmissionRequest;
@@ -70,6 +70,24 @@ pub struct PodFacts {
     /// `metadata.annotations` (the decision annotation counts them against
     /// the API server's limit).
     pub annotations: BTreeMap<String, String>,
+    /// `metadata.labels`: what pod affinity terms match.
+    pub labels: BTreeMap<String, String>,
+    /// The required `podAffinity` and `podAntiAffinity` terms
+    /// (`requiredDuringSchedulingIgnoredDuringExecution`).
+    pub pod_affinity: PodAffinityTerms,
+}
+
+/// A pod's required inter-pod affinity terms, as it sent them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodAffinityTerms {
+    pub affinity: Vec<PodAffinityTerm>,
+    pub anti_affinity: Vec<PodAffinityTerm>,
+}
+
+impl PodAffinityTerms {
+    pub fn is_empty(&self) -> bool {
+        self.affinity.is_empty() && self.anti_affinity.is_empty()
+    }
 }
 
 impl PodFacts {
@@ -103,6 +121,15 @@ impl PodFacts {
             .collect();
         let runtime = runtime_facts(&mut spec, &resources, meta.annotations.as_ref());
         let claims = volumes::claims(spec.volumes);
+        let affinity = spec.affinity.unwrap_or_default();
+        let pod_affinity = PodAffinityTerms {
+            affinity: (affinity.pod_affinity)
+                .and_then(|a| a.required_during_scheduling_ignored_during_execution)
+                .unwrap_or_default(),
+            anti_affinity: (affinity.pod_anti_affinity)
+                .and_then(|a| a.required_during_scheduling_ignored_during_execution)
+                .unwrap_or_default(),
+        };
         Ok(PodFacts {
             has_spec,
             is_mirror: meta
@@ -111,9 +138,7 @@ impl PodFacts {
                 .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION)),
             node_name: spec.node_name.filter(|n| !n.is_empty()),
             node_selector: spec.node_selector.unwrap_or_default(),
-            required_node_affinity: spec
-                .affinity
-                .and_then(|a| a.node_affinity)
+            required_node_affinity: (affinity.node_affinity)
                 .and_then(|na| na.required_during_scheduling_ignored_during_execution),
             tolerations: spec.tolerations.unwrap_or_default(),
             runtime,
@@ -136,6 +161,8 @@ impl PodFacts {
             strict_supplemental_groups,
             scheduling_gates,
             annotations: meta.annotations.unwrap_or_default(),
+            labels: meta.labels.unwrap_or_default(),
+            pod_affinity,
         })
     }
 }

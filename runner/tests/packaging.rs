@@ -59,7 +59,10 @@ fn metadata_describes_the_policy() {
             {"apiVersion": "v1", "kind": "PersistentVolumeClaim"}, {"apiVersion": "v1", "kind": "PersistentVolume"},
             {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass"},
             // nodeShapes: the node shapes' ConfigMap, read by name.
-            {"apiVersion": "v1", "kind": "ConfigMap"}])
+            {"apiVersion": "v1", "kind": "ConfigMap"},
+            // checkPodAffinity: the pods, and the namespaces their terms select.
+            {"apiVersion": "v1", "kind": "Pod"},
+            {"apiVersion": "v1", "kind": "Namespace"}])
     );
     assert_eq!(
         m["annotations"]["io.kubewarden.policy.version"],
@@ -346,6 +349,11 @@ fn examples_are_ready_to_apply() {
         "get storageclasses.storage.k8s.io",
         "list storageclasses.storage.k8s.io",
         "watch storageclasses.storage.k8s.io",
+        // checkPodAffinity: the pod list, and the namespaces a term selects.
+        "list pods.",
+        "watch pods.",
+        "list namespaces.",
+        "watch namespaces.",
         "create subjectaccessreviews.authorization.k8s.io",
     ]
     .into_iter()

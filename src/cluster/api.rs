@@ -263,6 +263,27 @@ impl Resource {
 }
 
 pub const NODES: Resource = Resource::new("", "nodes");
+pub const PODS: Resource = Resource::new("", "pods");
+pub const NAMESPACES: Resource = Resource::new("", "namespaces");
+
+/// What inter-pod affinity reads of every pod besides `metadata` (which
+/// the host always keeps: namespace and labels): the node it runs on and
+/// its required anti-affinity. Fixed, so policy-server keeps one cache of
+/// pods, whatever the pods' selectors. Sorted, as kwctl's replay compares
+/// them.
+pub const POD_FIELD_MASKS: [&str; 2] = [
+    "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+    "spec.nodeName",
+];
+
+/// The pods the scheduler's cache holds: placed on a node (its
+/// assigned-pod filter) and not finished (its pod informer's selector).
+/// The API server leaves the others out of the one fixed pod query.
+pub const POD_FIELD_SELECTOR: &str = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+
+/// Namespaces are read for their labels only (`metadata`); the mask keeps
+/// the rest of each object out.
+pub const NAMESPACE_FIELD_MASKS: [&str; 1] = ["status.phase"];
 
 /// A NodeList's bytes, shared: an admission that judges several classes
 /// reads each list once, and every class parses the same bytes.
@@ -323,4 +344,13 @@ pub trait Cluster {
     /// [`VolumeKind::field_masks`]. Ask [`Cluster::may`] first: a list
     /// policy-server may not make never answers.
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError>;
+
+    /// The `v1` PodList of every pod placed on a node, in all namespaces
+    /// ([`POD_FIELD_SELECTOR`]), with [`POD_FIELD_MASKS`]. Ask
+    /// [`Cluster::may`] first.
+    fn pods(&self) -> Result<Vec<u8>, LookupError>;
+
+    /// The `v1` NamespaceList, with [`NAMESPACE_FIELD_MASKS`]. Ask
+    /// [`Cluster::may`] first.
+    fn namespaces(&self) -> Result<Vec<u8>, LookupError>;
 }

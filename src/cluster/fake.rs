@@ -72,6 +72,10 @@ pub enum Call {
     Objects(VolumeKind),
     /// A ConfigMap read by namespace and name.
     ConfigMap(String, String),
+    /// The pod list.
+    Pods,
+    /// The namespace list.
+    Namespaces,
 }
 
 /// `RuntimeClass kata`, `Nodes Some("a=b")`, `Node w1`, `CanI list nodes
@@ -99,6 +103,8 @@ impl fmt::Display for Call {
             }
             Call::Objects(kind) => write!(f, "List {}", kind.kind()),
             Call::ConfigMap(ns, name) => write!(f, "Get ConfigMap {ns}/{name}"),
+            Call::Pods => f.write_str("List Pod"),
+            Call::Namespaces => f.write_str("List Namespace"),
         }
     }
 }
@@ -137,6 +143,11 @@ pub struct FakeCluster {
     config_maps: Vec<(String, String, Answer)>,
     /// The time the fake's clock tells.
     now: Option<i64>,
+    /// The pods the pod list holds (those with a `spec.nodeName`), or its
+    /// bytes, or its error.
+    pods: Result<Vec<u8>, LookupError>,
+    /// The namespaces the namespace list holds, or its error.
+    namespaces: Result<Vec<u8>, LookupError>,
     calls: RefCell<Vec<Call>>,
     logged: RefCell<Vec<[String; 4]>>,
 }
@@ -173,6 +184,8 @@ impl FakeCluster {
             volumes_only: false,
             config_maps: Vec::new(),
             now: Some(FakeCluster::NOW),
+            pods: Ok(br#"{"kind":"PodList","items":[]}"#.to_vec()),
+            namespaces: Ok(br#"{"kind":"NamespaceList","items":[]}"#.to_vec()),
             calls: RefCell::default(),
             logged: RefCell::default(),
         }
@@ -319,6 +332,44 @@ impl FakeCluster {
     /// The clock tells `now` (`None`: it cannot be read).
     pub fn at(mut self, now: Option<i64>) -> Self {
         self.now = now;
+        self
+    }
+
+    // -------------------------------------------------- pods, namespaces
+
+    /// The pods the cluster runs: the pod list holds those placed on a
+    /// node, masked as policy-server masks them.
+    pub fn pods(mut self, pods: Vec<Value>) -> Self {
+        let items: Vec<Value> = (pods.iter())
+            .filter(|p| {
+                p["spec"]["nodeName"]
+                    .as_str()
+                    .is_some_and(|n| !n.is_empty())
+            })
+            .map(|p| masked_fields(p, &crate::cluster::POD_FIELD_MASKS))
+            .collect();
+        self.pods = Ok(json!({"kind": "PodList", "items": items})
+            .to_string()
+            .into_bytes());
+        self
+    }
+
+    /// The pod list answers these bytes, or fails with this error.
+    pub fn pods_answer(mut self, answer: Result<Vec<u8>, LookupError>) -> Self {
+        self.pods = answer;
+        self
+    }
+
+    /// The namespaces, whole.
+    pub fn namespaces(mut self, namespaces: Vec<Value>) -> Self {
+        let list = json!({"kind": "NamespaceList", "items": namespaces});
+        self.namespaces = Ok(list.to_string().into_bytes());
+        self
+    }
+
+    /// The namespace list answers these bytes, or fails with this error.
+    pub fn namespaces_answer(mut self, answer: Result<Vec<u8>, LookupError>) -> Self {
+        self.namespaces = answer;
         self
     }
 
@@ -542,6 +593,16 @@ impl Cluster for FakeCluster {
             .map(|o| o.to_string().into_bytes()))
     }
 
+    fn pods(&self) -> Result<Vec<u8>, LookupError> {
+        self.record(Call::Pods);
+        self.pods.clone()
+    }
+
+    fn namespaces(&self) -> Result<Vec<u8>, LookupError> {
+        self.record(Call::Namespaces);
+        self.namespaces.clone()
+    }
+
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
         self.record(Call::Objects(kind));
         if let Some(e) = &self.volume_error {
@@ -566,6 +627,11 @@ impl Cluster for FakeCluster {
 /// arrays. A test whose node data the query does not ask for then sees the
 /// node without it, as the policy would in a cluster.
 fn masked(node: &Value, masks: NodeMasks) -> Value {
+    masked_fields(node, masks.fields())
+}
+
+/// `object` with `metadata` whole and only the paths of `fields`.
+fn masked_fields(node: &Value, fields: &[&str]) -> Value {
     fn keep(src: &Value, path: &[&str]) -> Option<Value> {
         let Some((first, rest)) = path.split_first() else {
             return Some(src.clone());
@@ -602,7 +668,7 @@ fn masked(node: &Value, masks: NodeMasks) -> Value {
             out[key] = v.clone();
         }
     }
-    for mask in masks.fields() {
+    for mask in fields {
         let path: Vec<&str> = mask.split('.').collect();
         if let Some(kept) = keep(node, &path) {
             merge(&mut out, kept);

@@ -11,8 +11,8 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 };
 
 use super::api::{
-    Access, Cluster, LookupError, LookupErrorKind, NODES, NodeList, NodeMasks, Resource, Subject,
-    VolumeKind,
+    Access, Cluster, LookupError, LookupErrorKind, NAMESPACE_FIELD_MASKS, NODES, NodeList,
+    NodeMasks, POD_FIELD_MASKS, POD_FIELD_SELECTOR, Resource, Subject, VolumeKind,
 };
 
 /// Every one-shot read (`get_resource`, `can_i`) skips policy-server's
@@ -98,6 +98,32 @@ pub fn objects_request(kind: VolumeKind) -> ListAllResourcesRequest {
         field_masks: kind
             .field_masks()
             .map(|masks| masks.iter().map(|m| m.to_string()).collect()),
+    }
+}
+
+/// The one pod query: every pod placed on a node, masked.
+pub fn pods_request() -> ListAllResourcesRequest {
+    ListAllResourcesRequest {
+        api_version: "v1".to_string(),
+        kind: "Pod".to_string(),
+        label_selector: None,
+        field_selector: Some(POD_FIELD_SELECTOR.to_string()),
+        field_masks: Some(POD_FIELD_MASKS.iter().map(|m| m.to_string()).collect()),
+    }
+}
+
+pub fn namespaces_request() -> ListAllResourcesRequest {
+    ListAllResourcesRequest {
+        api_version: "v1".to_string(),
+        kind: "Namespace".to_string(),
+        label_selector: None,
+        field_selector: None,
+        field_masks: Some(
+            NAMESPACE_FIELD_MASKS
+                .iter()
+                .map(|m| m.to_string())
+                .collect(),
+        ),
     }
 }
 
@@ -208,6 +234,14 @@ impl Cluster for HostCluster {
 
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
         Self::call("list_resources_all", &objects_request(kind)).map_err(LookupError::from_host)
+    }
+
+    fn pods(&self) -> Result<Vec<u8>, LookupError> {
+        Self::call("list_resources_all", &pods_request()).map_err(LookupError::from_host)
+    }
+
+    fn namespaces(&self) -> Result<Vec<u8>, LookupError> {
+        Self::call("list_resources_all", &namespaces_request()).map_err(LookupError::from_host)
     }
 }
 

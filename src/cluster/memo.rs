@@ -102,4 +102,14 @@ impl<C: Cluster> Cluster for Memo<'_, C> {
     fn objects(&self, kind: VolumeKind) -> Result<Vec<u8>, LookupError> {
         kept(&self.kinds, kind, || self.cluster.objects(kind))
     }
+
+    // Read once per admission whatever the number of classes (the
+    // decision keeps what it made of them): not kept here.
+    fn pods(&self) -> Result<Vec<u8>, LookupError> {
+        self.cluster.pods()
+    }
+
+    fn namespaces(&self) -> Result<Vec<u8>, LookupError> {
+        self.cluster.namespaces()
+    }
 }

@@ -16,14 +16,15 @@ mod host;
 mod memo;
 
 pub use api::{
-    Access, Cluster, LookupError, LookupErrorKind, NODE_FIELD_MASKS, NODE_HANDLER_FEATURE_MASKS,
-    NODE_HANDLER_NAME_MASKS, NODES, NodeList, NodeMasks, PV_FIELD_MASKS, PVC_FIELD_MASKS,
+    Access, Cluster, LookupError, LookupErrorKind, NAMESPACE_FIELD_MASKS, NAMESPACES,
+    NODE_FIELD_MASKS, NODE_HANDLER_FEATURE_MASKS, NODE_HANDLER_NAME_MASKS, NODES, NodeList,
+    NodeMasks, POD_FIELD_MASKS, POD_FIELD_SELECTOR, PODS, PV_FIELD_MASKS, PVC_FIELD_MASKS,
     REPLAY_MISS, Resource, Subject, VolumeKind,
 };
 pub use host::{
     DISABLE_CACHE, HostCluster, access_request, can_i_request, config_map_request,
-    kata_nodes_request, node_request, object_request, objects_request, parse_access,
-    runtime_class_request,
+    kata_nodes_request, namespaces_request, node_request, object_request, objects_request,
+    parse_access, pods_request, runtime_class_request,
 };
 pub(crate) use memo::Memo;
 

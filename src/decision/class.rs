@@ -3,6 +3,9 @@
 //! compiled with it (the scheduler's PreFilter, once), then the node path
 //! that fits the pod. Every step of one class, in order, in one place.
 
+use std::cell::OnceCell;
+use std::rc::Rc;
+
 use k8s_openapi::api::node::v1::RuntimeClass;
 
 use super::no_kata::NoKata;
@@ -10,8 +13,10 @@ use super::nodes::{Feasible, NodeCtx, listed, pinned, probed, shaped};
 use crate::cluster::{Cluster, NodeMasks};
 use crate::kubelet::KubeletNeeds;
 use crate::pod::PodFacts;
+use crate::pod_affinity::{self, AffinityPod};
 use crate::runtime_class;
 use crate::scheduling::Constraints;
+use crate::scheduling::inter_pod_affinity::InterPodAffinity;
 use crate::settings::Settings;
 use crate::volumes::{self, PodRef};
 
@@ -22,6 +27,9 @@ pub struct DecisionCtx<'a> {
     pub namespace: &'a str,
     pub settings: &'a Settings,
     pub nodes: NodeCtx<'a>,
+    /// The inter-pod affinity check, counted once for every class: the
+    /// class changes none of it.
+    pub pod_affinity: OnceCell<Result<Option<Rc<InterPodAffinity>>, NoKata>>,
 }
 
 /// `Ok` with the nodes the pod may land on and not start, else why no kata
@@ -30,6 +38,10 @@ pub fn feasible(class: &str, ctx: &DecisionCtx, cluster: &impl Cluster) -> Feasi
     let rc = read_runtime_class(class, cluster)?;
     let (constraints, kubelet) = compile(ctx, &rc)?;
     let constraints = with_volumes(constraints, ctx, cluster)?;
+    let constraints = match pod_affinity(ctx, cluster)? {
+        Some(check) => constraints.with_pod_affinity(check),
+        None => constraints,
+    };
     let nodes = &ctx.nodes;
     if let Some(names) = constraints.pinned_nodes() {
         return pinned::feasible(nodes, cluster, &constraints, &kubelet, &names);
@@ -91,4 +103,30 @@ fn with_volumes(
         Ok(check) => Ok(constraints.with_volumes(check)),
         Err(unresolved) => Err(NoKata::volumes(subject.user, unresolved)),
     }
+}
+
+/// The InterPodAffinity check of a pod with required inter-pod
+/// (anti-)affinity terms, from the cluster's pods; `None` for every other
+/// pod, which reads no pod: pods bound by `spec.nodeName` bypass the
+/// scheduler, and `checkPodAffinity: false` judges without it.
+fn pod_affinity(
+    ctx: &DecisionCtx,
+    cluster: &impl Cluster,
+) -> Result<Option<Rc<InterPodAffinity>>, NoKata> {
+    let pod = ctx.pod;
+    if !ctx.settings.check_pod_affinity || pod.pod_affinity.is_empty() || pod.node_name.is_some() {
+        return Ok(None);
+    }
+    let counted = ctx.pod_affinity.get_or_init(|| {
+        let pod = AffinityPod {
+            namespace: ctx.namespace,
+            labels: &pod.labels,
+            terms: &pod.pod_affinity,
+        };
+        let subject = &ctx.nodes.subject;
+        pod_affinity::resolve(&pod, subject, cluster)
+            .map(|check| Some(Rc::new(check)))
+            .map_err(|unresolved| NoKata::pod_affinity(subject.user, unresolved))
+    });
+    counted.clone()
 }

@@ -42,6 +42,7 @@ pub fn decide(
         namespace: crate::pod::pod_namespace(request, pod),
         settings,
         nodes: nodes::NodeCtx::new(settings),
+        pod_affinity: std::cell::OnceCell::new(),
     };
     let tried = match classes.len() {
         1 => try_classes(&classes, &ctx, cluster),

@@ -5,6 +5,7 @@
 
 use super::answer::{Cause, Findings};
 use crate::cluster::{LookupError, LookupErrorKind, Subject};
+use crate::pod_affinity::Unresolved as AffinityUnresolved;
 use crate::scheduling::Diagnosis;
 use crate::settings::KataNodeSelector;
 use crate::volumes::Unresolved;
@@ -21,6 +22,11 @@ pub struct NoKata {
 /// the warning.
 const GRANT_NODES: &str = "grant policy-server get/list/watch on nodes and get on runtimeclasses.node.k8s.io, \
      and list both in contextAwareResources";
+
+/// What policy-server needs for the inter-pod affinity check; the setting
+/// first.
+const GRANT_PODS: &str =
+    "set checkPodAffinity: false or grant policy-server list/watch on pods and namespaces";
 
 /// What policy-server needs for the volume checks; the setting first.
 const GRANT_VOLUMES: &str = "set checkVolumes: false or grant policy-server get on persistentvolumeclaims, \
@@ -107,6 +113,27 @@ impl NoKata {
                 NoKata::unreadable(format!("{what}{hint}: {}", error.message))
             }
             Unresolved::Invalid(why) => NoKata::unreadable(why),
+        }
+    }
+
+    /// Why the inter-pod affinity check could not be made.
+    pub fn pod_affinity(user: &str, unresolved: AffinityUnresolved) -> Self {
+        match unresolved {
+            AffinityUnresolved::Pod(why) => NoKata::conflict(why),
+            AffinityUnresolved::Denied { resource, verbs } => NoKata::unreadable(format!(
+                "cannot list {resource} (forbidden: {user} may not {} {resource}; {GRANT_PODS})",
+                verbs.join(", ")
+            )),
+            AffinityUnresolved::Lookup { what, error } => {
+                let hint = match error.kind {
+                    LookupErrorKind::Forbidden => format!(" (forbidden: {GRANT_PODS})"),
+                    LookupErrorKind::NotFound
+                    | LookupErrorKind::Replay
+                    | LookupErrorKind::Failed => String::new(),
+                };
+                NoKata::unreadable(format!("{what}{hint}: {}", error.message))
+            }
+            AffinityUnresolved::Invalid(why) => NoKata::unreadable(why),
         }
     }
 

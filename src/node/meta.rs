@@ -9,6 +9,8 @@ use crate::json_scan::Cursor;
 #[derive(Debug, Clone, Copy)]
 pub enum KeyFilter<'k> {
     All,
+    /// These keys, sorted: a pod chooses how many (its affinity terms'
+    /// keys), so a long list is searched, never walked per label.
     Only(&'k [String]),
 }
 
@@ -16,7 +18,8 @@ impl KeyFilter<'_> {
     fn keeps_bytes(&self, key: &[u8]) -> bool {
         match self {
             KeyFilter::All => true,
-            KeyFilter::Only(keys) => keys.iter().any(|k| k.as_bytes() == key),
+            KeyFilter::Only(keys) if keys.len() <= 8 => keys.iter().any(|k| k.as_bytes() == key),
+            KeyFilter::Only(keys) => keys.binary_search_by(|k| k.as_bytes().cmp(key)).is_ok(),
         }
     }
 }

@@ -29,6 +29,8 @@ pub(super) struct PodMeta {
     pub(super) namespace: Option<String>,
     #[serde(default)]
     pub(super) annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub(super) labels: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -6,9 +6,11 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
 
+use super::inter_pod_affinity::InterPodAffinity;
 use super::node_affinity::RequiredNodeAffinity;
 use super::node_resources_fit::{FitAnswers, ResourceFit};
 use super::pod_topology_spread::SpreadLabels;
@@ -31,6 +33,9 @@ pub struct Constraints {
     resources: ResourceFit,
     volumes: VolumeCheck,
     spread: SpreadLabels,
+    /// The pod's required inter-pod (anti-)affinity and the existing pods'
+    /// anti-affinity, when the cluster's pods were read.
+    pod_affinity: Option<Rc<InterPodAffinity>>,
     /// The node labels the filters read; a node scan skips all others.
     label_keys: Vec<String>,
 }
@@ -50,6 +55,7 @@ impl Constraints {
             resources: ResourceFit::default(),
             volumes: VolumeCheck::default(),
             spread: SpreadLabels::default(),
+            pod_affinity: None,
             label_keys: Vec::new(),
         };
         c.update_keys();
@@ -73,6 +79,13 @@ impl Constraints {
     /// Adds the static PodTopologySpread check (required topology labels).
     pub fn with_spread(mut self, spread: SpreadLabels) -> Self {
         self.spread = spread;
+        self.update_keys();
+        self
+    }
+
+    /// Adds the InterPodAffinity check, counted from the cluster's pods.
+    pub fn with_pod_affinity(mut self, check: Rc<InterPodAffinity>) -> Self {
+        self.pod_affinity = Some(check);
         self.update_keys();
         self
     }
@@ -118,6 +131,11 @@ impl Constraints {
         let mut labels = self.affinity.label_keys();
         labels.extend(self.spread.label_keys().iter().cloned());
         labels.extend(self.volumes.label_keys());
+        labels.extend(
+            self.pod_affinity
+                .iter()
+                .flat_map(|p| p.label_keys().cloned()),
+        );
         labels.sort();
         labels.dedup();
         self.label_keys = labels;
@@ -146,7 +164,7 @@ impl Constraints {
         match &self.node_name {
             // kube-scheduler: NodeUnschedulable, NodeName, TaintToleration,
             // NodeAffinity, NodeResourcesFit, …, VolumeBinding, VolumeZone,
-            // PodTopologySpread.
+            // PodTopologySpread, InterPodAffinity.
             None => {
                 if !node_unschedulable::passes(node, &self.tolerations) {
                     return Err(Reason::Unschedulable.into());
@@ -161,6 +179,9 @@ impl Constraints {
                 self.volumes.check(node)?;
                 if !self.spread.passes(node) {
                     return Err(Reason::TopologySpreadLabel.into());
+                }
+                if let Some(check) = &self.pod_affinity {
+                    check.check(node)?;
                 }
             }
             // kubelet admission (`AdmissionCheck`): resources, node

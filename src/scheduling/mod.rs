@@ -6,11 +6,14 @@
 //! - `constraints.rs`: the pod's constraints, matched against one node by
 //!   the filters, one file each (`node_affinity.rs`, `taint_toleration.rs`,
 //!   …), in the scheduler's order;
+//!   (`inter_pod_affinity.rs` judges the pods the cluster already runs,
+//!   counted by `pod_affinity`);
 //! - `pass.rs`: the one pass over candidate nodes, with the kubelet's gate;
 //! - `diagnosis.rs`: why no node can run the pod, as the scheduler says it.
 
 mod constraints;
 mod diagnosis;
+pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_resources_fit;

@@ -34,6 +34,15 @@ pub enum Reason<'n> {
     VolumeZoneConflict,
     /// A `DoNotSchedule` topology spread constraint names a label the node lacks.
     TopologySpreadLabel,
+    /// A required pod affinity term finds no matching pod in the node's
+    /// domain, or the node lacks its topology key (InterPodAffinity).
+    PodAffinity,
+    /// A required pod anti-affinity term finds a matching pod in the
+    /// node's domain.
+    PodAntiAffinity,
+    /// An existing pod's required anti-affinity matches the pod in the
+    /// node's domain.
+    ExistingPodsAntiAffinity,
     /// Not a scheduler filter: the node passes them all, but its runtime
     /// cannot start the pod (the kubelet's gates, `runtime_handler`).
     Runtime(Lack),
@@ -74,6 +83,11 @@ impl std::fmt::Display for Reason<'_> {
             Reason::TopologySpreadLabel => f.write_str(
                 "node(s) didn't match pod topology spread constraints (missing required label)",
             ),
+            Reason::PodAffinity => f.write_str("node(s) didn't match pod affinity rules"),
+            Reason::PodAntiAffinity => f.write_str("node(s) didn't match pod anti-affinity rules"),
+            Reason::ExistingPodsAntiAffinity => {
+                f.write_str("node(s) didn't satisfy existing pods anti-affinity rules")
+            }
             Reason::Runtime(lack) => write!(f, "node(s) {lack}"),
             Reason::Unreadable(why) => f.write_str(why),
         }

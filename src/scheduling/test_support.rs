@@ -17,3 +17,11 @@ pub fn node(v: serde_json::Value) -> Node<'static> {
     let text: &'static str = Box::leak(full.to_string().into_boxed_str());
     crate::node::parse_node(text.as_bytes(), crate::node::KeyFilter::All).expect("test node")
 }
+
+/// A node with only a name and labels.
+pub fn node_with_labels(name: &str, labels: &[(&str, &str)]) -> Node<'static> {
+    let labels: serde_json::Map<String, serde_json::Value> = (labels.iter())
+        .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+        .collect();
+    node(serde_json::json!({ "name": name, "labels": labels }))
+}

@@ -76,6 +76,10 @@ pub struct Settings {
     /// Judge the pod's PersistentVolumeClaims (VolumeBinding, VolumeZone);
     /// needs read access to claims, volumes and storage classes.
     pub check_volumes: bool,
+    /// Judge pods with required inter-pod (anti-)affinity against the
+    /// pods the cluster runs (InterPodAffinity); needs list/watch on pods
+    /// and namespaces.
+    pub check_pod_affinity: bool,
     /// Whether a node must report the RuntimeClass's runtime handler.
     pub runtime_handler_check: HandlerCheck,
     /// Write the decision on every evaluated pod the policy admits, as the
@@ -162,6 +166,7 @@ impl Default for Settings {
             ignored_resources: ResourceNames::default(),
             policy_server_service_account: ServiceAccount::new("kubewarden", "policy-server"),
             check_volumes: true,
+            check_pod_affinity: true,
             allowed_runtime_classes: None,
             runtime_handler_check: HandlerCheck::Auto,
             // On: "why did my pod not get Kata?" is answered on the pod.

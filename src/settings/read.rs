@@ -52,7 +52,7 @@ const fn known(name: &'static str, read: Reader) -> Known {
 /// one list both the reader and that message use, so they cannot disagree.
 /// A `null` list keeps the default, like an absent key (Helm renders unset
 /// values as null); `[]` empties it.
-const KNOWN: [Known; 20] = [
+const KNOWN: [Known; 21] = [
     known("runtimeClassName", |d, key, value| {
         let name = string(key, value)?;
         if !labels::is_dns_subdomain(&name) {
@@ -134,6 +134,10 @@ const KNOWN: [Known; 20] = [
     }),
     known("checkVolumes", |d, key, value| {
         d.settings.check_volumes = boolean(key, value)?;
+        Ok(())
+    }),
+    known("checkPodAffinity", |d, key, value| {
+        d.settings.check_pod_affinity = boolean(key, value)?;
         Ok(())
     }),
     known("restrictRuntimeClasses", |d, key, value| {

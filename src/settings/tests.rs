@@ -212,6 +212,12 @@ fn reads_every_setting() {
         "opt-in"
     );
     assert!(Settings::default().check_volumes, "on by default");
+    assert!(Settings::default().check_pod_affinity, "on by default");
+    assert!(
+        !read_settings(json!({"checkPodAffinity": false}))
+            .unwrap()
+            .check_pod_affinity
+    );
     assert!(
         !read_settings(json!({"checkVolumes": false}))
             .unwrap()
@@ -436,8 +442,8 @@ fn an_unknown_setting_is_refused_with_every_known_one() {
          runtimeClassesByResource, kataNodeSelector, \
          noFeasibleNode, lookupFailure, incompatiblePod, skipPodsUsing, hostSocketPaths, \
          hostDeviceResources, skipHostNamespaces (deprecated), ignoredResources, \
-         policyServerServiceAccount, checkVolumes, restrictRuntimeClasses, allowedRuntimeClasses, \
-         runtimeHandlerCheck, annotateDecision, logDecisions, nodeShapes"
+         policyServerServiceAccount, checkVolumes, checkPodAffinity, restrictRuntimeClasses, \
+         allowedRuntimeClasses, runtimeHandlerCheck, annotateDecision, logDecisions, nodeShapes"
     );
 }
 

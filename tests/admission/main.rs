@@ -1752,3 +1752,5 @@ mod kubernetes_136;
 mod classes;
 
 mod logging;
+
+mod pod_affinity;

@@ -761,16 +761,17 @@ missing=() extra=()
 for q in "get nodes" "list nodes" "watch nodes" "get runtimeclasses.node.k8s.io" \
   "get persistentvolumeclaims -A" "get persistentvolumes" "list persistentvolumes" "watch persistentvolumes" \
   "get storageclasses.storage.k8s.io" "list storageclasses.storage.k8s.io" "watch storageclasses.storage.k8s.io" \
+  "list pods -A" "watch pods -A" "list namespaces" "watch namespaces" \
   "create subjectaccessreviews.authorization.k8s.io"; do
   [[ $(may $q) == yes ]] || missing+=("$q")
 done
 for q in "list runtimeclasses.node.k8s.io" "watch runtimeclasses.node.k8s.io" "list persistentvolumeclaims -A" \
-  "watch persistentvolumeclaims -A" "update nodes" "patch nodes" "get pods -A" "list pods -A" "get secrets -A" \
+  "watch persistentvolumeclaims -A" "update nodes" "patch nodes" "get pods -A" "get secrets -A" \
   "get namespaces" "create pods -A"; do
   [[ $(may $q) == no ]] || extra+=("$q")
 done
 if ((${#missing[@]} == 0 && ${#extra[@]} == 0)); then
-  pass "RBAC: $PS_USER may get/list/watch nodes, persistentvolumes and storageclasses, get runtimeclasses and persistentvolumeclaims, create subjectaccessreviews; nothing else asked (list/watch runtimeclasses and claims, pods, secrets, writes) is granted"
+  pass "RBAC: $PS_USER may get/list/watch nodes, persistentvolumes and storageclasses, get runtimeclasses and persistentvolumeclaims, list/watch pods and namespaces, create subjectaccessreviews; nothing else asked (list/watch runtimeclasses and claims, get pods and namespaces, secrets, writes) is granted"
 else
   fail "RBAC: $PS_USER lacks: ${missing[*]:-nothing}; has, and should not: ${extra[*]:-nothing}"
 fi
@@ -816,6 +817,29 @@ scenario csi-node-plugin unchanged 'Warning: kata runtime not assigned: containe
 # An image volume is an OCI image the kubelet mounts on the node: not inside
 # Kata's VM (imageVolumes, a default).
 scenario image-volume unchanged 'Warning: kata runtime not assigned: image volume "tools" (image "registry.example.com/tools:v1"), mounted by container "agent", is an OCI image that Kata cannot mount inside its VM (skipPodsUsing: imageVolumes)'
+
+echo "# inter-pod affinity: pods bound by spec.nodeName, then pods whose terms name them"
+# bound_pod NAME NODE LABELS_JSON [ANTI_TERMS_JSON]: a pod bound to NODE, as a
+# workload the scheduler placed (no kubelet runs it; the scheduler's cache
+# counts it all the same).
+bound_pod() {
+  jq -cn --arg n "$1" --arg node "$2" --argjson l "$3" --argjson anti "${4:-null}" '
+    {apiVersion: "v1", kind: "Pod", metadata: {name: $n, labels: $l},
+     spec: {nodeName: $node, containers: [{name: "app", image: "registry.example.com/app:v1"}]}}
+    | if $anti then .spec.affinity = {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: $anti}} else . end' |
+    k -n $TENANT create -f - >/dev/null 2>&1 || fail "bound pod $1 on $2: not created"
+}
+bound_pod ipa-db worker-3 '{"app":"ipa-db"}'
+bound_pod ipa-cache master '{"app":"ipa-cache"}'
+# Keeps app=ipa-intruder, of either namespace, out of its zone (eu-west-1a).
+bound_pod ipa-guard worker-1 '{"app":"ipa-guard"}' \
+  '[{"labelSelector":{"matchLabels":{"app":"ipa-intruder"}},"namespaces":["tenant","by-hand"],"topologyKey":"topology.kubernetes.io/zone"}]'
+# policy-server's pod cache follows the API server's watch: let it see them.
+sleep 1
+scenario affinity-zone-b unchanged "didn't match pod affinity rules" confirm "didn't match pod affinity rules"
+scenario affinity-zone-a mutated
+scenario anti-own unchanged "didn't match pod anti-affinity rules" confirm "didn't match pod anti-affinity rules"
+scenario anti-existing unchanged "didn't satisfy existing pods anti-affinity rules" confirm "didn't satisfy existing pods anti-affinity rules"
 
 audit=$(audit_of plain)
 if [[ $audit == *'decision":"mutated"'* ]]; then

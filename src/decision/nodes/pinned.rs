@@ -40,6 +40,8 @@ pub fn feasible(
     // Only the labels the filters and the selector read are kept.
     let mut keys = constraints.label_keys().to_vec();
     keys.extend(ctx.selector.requirements().iter().map(|r| r.key.clone()));
+    keys.sort();
+    keys.dedup();
     let mut pass = Pass::new(constraints, kubelet, kubelet.stop());
     let mut absent = Vec::new();
     for (name, bytes) in &answers {
