@@ -83,6 +83,12 @@ impl CallbackRequest {
     /// The access question the policy asks before listing nodes, with the
     /// default `policyServerServiceAccount`: may it `verb` nodes?
     pub fn default_nodes_access(verb: &str) -> CallbackRequest {
+        CallbackRequest::default_access(verb, "nodes")
+    }
+
+    /// The access question the policy asks before listing `resource` (a
+    /// core kind), with the default `policyServerServiceAccount`.
+    pub fn default_access(verb: &str, resource: &str) -> CallbackRequest {
         const NAMESPACE: &str = "kubewarden";
         CallbackRequest::KubernetesCanI {
             request: SubjectAccessReview {
@@ -95,7 +101,7 @@ impl CallbackRequest {
                     group: Some(String::new()),
                     name: None,
                     namespace: None,
-                    resource: "nodes".into(),
+                    resource: resource.into(),
                     subresource: None,
                     verb: verb.into(),
                     version: None,
@@ -123,8 +129,9 @@ pub enum Response {
     /// The host failed (e.g. the API server said "Forbidden").
     Error { message: String },
     /// Answered the way policy-server answers from its watch cache: on
-    /// every call the cached objects are cloned and serialized, a NodeList
-    /// when `list`, else the one object. For `make bench`'s cost model; never
+    /// every call the cached objects are cloned and serialized, a list of
+    /// their kind (a NodeList unless they say otherwise) when `list`, else
+    /// the one object. For `make bench`'s cost model; never
     /// read from or written to a session file.
     #[serde(skip)]
     Serialized {
@@ -320,8 +327,12 @@ impl Session {
             Response::Serialized { objects, list } => {
                 let objects: Vec<serde_json::Value> = objects.as_ref().clone();
                 let answer = if list {
+                    // The list of the objects' kind (a NodeList, a PodList).
+                    let kind = (objects.first())
+                        .and_then(|o| o["kind"].as_str())
+                        .map_or("NodeList".to_string(), |k| format!("{k}List"));
                     serde_json::to_vec(&serde_json::json!({
-                        "apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": objects,
+                        "apiVersion": "v1", "kind": kind, "metadata": {}, "items": objects,
                     }))
                 } else {
                     serde_json::to_vec(&objects.first())

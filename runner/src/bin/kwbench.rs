@@ -11,7 +11,7 @@
 //! serializes them on every call).
 //!
 //! Usage: kwbench BENCH_GUEST.wasm [SHIPPED_POLICY.wasm] [--sizes 10,100,1000,10000]
-//!                [--seconds S per case] [--cases 0,k,a,b,c,f,v,d,g,e,m,h,n,a2,a4,x2,x4,r,A,C]
+//!                [--seconds S per case] [--cases 0,k,a,b,c,f,v,d,g,e,m,h,n,a2,a4,x2,x4,p1,p2,p3,r,A,C]
 //!                [--modes replay,model] [--handler-check auto|required|off]
 //!                [--masks plain|names] [--baseline OTHER_GUEST.wasm
 //!                [--baseline-check auto|required|off] [--baseline-masks plain|names]
@@ -141,6 +141,67 @@ fn nodes_request(view: View) -> CallbackRequest {
     }
 }
 
+/// The policy's one pod query (`cluster::pods_request`).
+fn pods_request() -> CallbackRequest {
+    CallbackRequest::KubernetesListResourceAll {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        label_selector: None,
+        field_selector: Some("spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed".into()),
+        field_masks: Some(
+            [
+                "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                "spec.nodeName",
+            ]
+            .iter()
+            .map(|m| m.to_string())
+            .collect(),
+        ),
+    }
+}
+
+/// `count` existing pods as policy-server masks them (metadata whole, the
+/// node): 20 apps in Deployments' shapes, as `PODS=N
+/// scripts/bench-policy-server.sh` creates them; app-7's pods (one in 20)
+/// run on `host`, the others elsewhere. Built once per count and host.
+fn existing_pods(count: usize, host: &str) -> Objects {
+    thread_local! {
+        static BUILT: std::cell::RefCell<HashMap<(usize, String), Objects>> =
+            std::cell::RefCell::default();
+    }
+    BUILT.with(|built| {
+        (built.borrow_mut().entry((count, host.to_string())))
+            .or_insert_with(|| {
+                Arc::new(
+                    (0..count)
+                        .map(|i| {
+                            let app = format!("app-{}", i % 20);
+                            let node = match i % 20 {
+                                7 => host.to_string(),
+                                _ => format!("elsewhere-{}", i % 500),
+                            };
+                            json!({"apiVersion": "v1", "kind": "Pod",
+                              "metadata": {"name": format!("pod-{i}"), "namespace": "default",
+                                "uid": format!("6f1c2a7e-0000-4000-8000-{i:012}"),
+                                "resourceVersion": format!("{}", 100_000 + i),
+                                "creationTimestamp": "2026-12-01T10:00:00Z",
+                                "labels": {"app": app, "app.kubernetes.io/name": app,
+                                  "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "1.4.2",
+                                  "pod-template-hash": "7c9d8f6b5d"},
+                                "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-12-01T10:00:00Z",
+                                  "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+                                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                  "name": format!("{app}-7c9d8f6b5d"), "uid": "0c7d6e2a-5b1f-4c0e-9a57-1d0f3e2b8c41",
+                                  "controller": true, "blockOwnerDeletion": true}]},
+                              "spec": {"nodeName": node}})
+                        })
+                        .collect(),
+                )
+            })
+            .clone()
+    })
+}
+
 fn node_request(name: &str, view: View) -> CallbackRequest {
     CallbackRequest::KubernetesGetResource {
         api_version: "v1".into(),
@@ -236,6 +297,10 @@ enum Calls {
     /// The classes passed over, each read when tried, then `kata`; one
     /// node list for them all.
     PassedThenNodes(Passed),
+    /// The RuntimeClass, the pod list of this many pods (inter-pod
+    /// affinity), the first candidate read by name for its labels (the
+    /// matching pods run there), then the nodes.
+    RuntimeClassPodsAndNodes(usize),
 }
 
 impl Calls {
@@ -246,6 +311,7 @@ impl Calls {
             Calls::RuntimeClassAndNodes
                 | Calls::RuntimeClassClaimAndNodes
                 | Calls::PassedThenNodes(_)
+                | Calls::RuntimeClassPodsAndNodes(_)
         )
     }
 
@@ -540,6 +606,9 @@ fn cases(size: usize) -> Vec<Case> {
     let middle = clustergen::node_name(size / 2);
     let tolerate_all = json!([{"operator": "Exists"}]);
     let plain = json!({"containers": containers()});
+    let affine = json!({"containers": containers(), "affinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "app-7"}}, "topologyKey": "kubernetes.io/hostname"}]}}});
     let no_zone = json!({"containers": containers(), "nodeSelector": {"topology.kubernetes.io/zone": "eu-west-1z"}});
     let not_reported = format!("do not report runtime handler \\\"{HANDLER}\\\"");
     use Calls::{RuntimeClassAndMiddleNode, RuntimeClassAndNodes, RuntimeClassClaimAndNodes};
@@ -610,6 +679,15 @@ fn cases(size: usize) -> Vec<Case> {
         Case::new("x4", "(n)'s pod after 3 classes passed over: each one's handler is on no node",
             json!({"containers": containers(), "tolerations": tolerate_all}), Calls::PassedThenNodes(Passed::Handler(3)))
             .says(Passed::says(size))
+            .versus("a"),
+        Case::new("p1", "required pod affinity to app-7, 1,000 existing pods (the pod list, then the nodes)",
+            affine.clone(), Calls::RuntimeClassPodsAndNodes(1_000))
+            .versus("a"),
+        Case::new("p2", "(p1) with 10,000 existing pods", affine.clone(),
+            Calls::RuntimeClassPodsAndNodes(10_000))
+            .versus("a"),
+        Case::new("p3", "(p1) with 100,000 existing pods", affine,
+            Calls::RuntimeClassPodsAndNodes(100_000))
             .versus("a"),
         Case::new("r", "a recursiveReadOnly: Enabled mount (asks for whole handler entries)",
             json!({"containers": [{"name": "app", "image": "registry.example.com/app:v1",
@@ -773,6 +851,42 @@ fn session(calls: Calls, asked: View, answer: &Answer, model: bool) -> Session {
         .into_iter()
         .chain(listing())
         .collect(),
+        Calls::RuntimeClassPodsAndNodes(count) => {
+            let access = |verb: &str| Exchange {
+                request: CallbackRequest::default_access(verb, "pods"),
+                response: success(r#"{"allowed":true}"#),
+            };
+            let (host, host_text, host_object) = answer.reads.first().cloned().unwrap_or_default();
+            let pods = existing_pods(count, &host);
+            let pods = Exchange {
+                request: pods_request(),
+                response: match model {
+                    true => Response::Serialized {
+                        objects: pods.clone(),
+                        list: true,
+                    },
+                    false => success(&serde_json::to_string(&clustergen::list_of(
+                        pods.as_ref().clone(),
+                    ))
+                    .unwrap_or_default()
+                    .replacen("\"NodeList\"", "\"PodList\"", 1)),
+                },
+            };
+            let host = Exchange {
+                request: node_request(&host, View::Plain),
+                response: match model {
+                    true => Response::Serialized {
+                        objects: host_object,
+                        list: false,
+                    },
+                    false => success(&host_text),
+                },
+            };
+            [runtime_class(), access("list"), access("watch"), pods, host]
+                .into_iter()
+                .chain(listing())
+                .collect()
+        }
         Calls::NodesOnly => vec![Exchange {
             request: nodes_request(asked),
             response: list_answer(),
