@@ -42,25 +42,30 @@ upgrade_probe() {
 }
 
 # upgrade_probe_steady NAME: upgrade_probe, told apart from load (the pod
-# probed last in PROBE_NAME). A call
-# the API server gave up on (the webhook's timeoutSeconds, on a busy CI
-# machine a fresh policy-server's first evaluation) fails open under
-# failurePolicy Ignore, whatever the configuration: the pod is probed once
-# more, and the note says so. A refused connection (a policy-server
-# stopped while a webhook still calls it) is a gap of the configuration,
-# never retried.
+# probed last in PROBE_NAME). A call the API server gave up on (the
+# webhook's timeoutSeconds: on a busy CI machine a fresh policy-server's
+# first evaluations, or 0.1.0's first node list, can outlast it) fails open
+# under failurePolicy Ignore, whatever the configuration: the pod is probed
+# again, up to UPGRADE_RETRIES times 3 s apart, and a note says so. A
+# refused connection (a policy-server stopped while a webhook still calls
+# it) is a gap of the configuration, never retried.
+UPGRADE_RETRIES=4
 upgrade_probe_steady() {
-  local before timeouts
-  before=$(wc -l <"$D/kube-apiserver.log")
-  PROBE_NAME=$1
-  upgrade_probe "$1"
-  [[ $PROBE_CLASS == "" ]] || return 0
-  timeouts=$(tail -n +"$((before + 1))" "$D/kube-apiserver.log" | grep -F 'failing open clusterwide-kata-runtime' || true)
-  [[ -n $timeouts && $timeouts != *"connection refused"* &&
-    $timeouts =~ (deadline exceeded|Client\.Timeout) ]] || return 0
-  echo "# note: $1 failed open on a webhook timeout ($(one_line "$(head -1 <<<"$timeouts" | cut -c1-300)")); probed again as $1-again"
-  PROBE_NAME=$1-again
-  upgrade_probe "$PROBE_NAME"
+  local before timeouts try=0 name=$1
+  while :; do
+    before=$(wc -l <"$D/kube-apiserver.log")
+    PROBE_NAME=$name
+    upgrade_probe "$name"
+    [[ $PROBE_CLASS == "" ]] || return 0
+    timeouts=$(tail -n +"$((before + 1))" "$D/kube-apiserver.log" | grep -F 'failing open clusterwide-kata-runtime' || true)
+    [[ -n $timeouts && $timeouts != *"connection refused"* &&
+      $timeouts =~ (deadline exceeded|Client\.Timeout) ]] || return 0
+    ((try < UPGRADE_RETRIES)) || return 0
+    try=$((try + 1))
+    echo "# note: $name failed open on a webhook timeout ($(one_line "$(head -1 <<<"$timeouts" | cut -c1-300)")); probed again as $1-again$try in 3 s"
+    sleep 3
+    name=$1-again$try
+  done
 }
 
 # upgrade_policies: the ClusterAdmissionPolicies, "name@policyServer@module"
