@@ -121,8 +121,9 @@ e2e-shapes: policy.wasm
 # shapes of docs/kata-compatibility.md. Without a kit (KATA_KIT) it is
 # skipped, saying so.
 .PHONY: e2e-kata
-e2e-kata:
+e2e-kata: policy.wasm
 	tests/kata/ctr.sh
+	tests/kata/node.sh
 
 # e2e.bats with the project's own runner instead of kwctl.
 .PHONY: e2e-tests-local
