@@ -209,7 +209,8 @@ EOF
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --service-cluster-ip-range 10.0.0.0/24 --endpoint-reconciler-type none \
-    --allow-privileged=true --profiling=false
+    --allow-privileged=true --profiling=false \
+    --kubelet-preferred-address-types InternalIP,Hostname
   wait_http "https://127.0.0.1:$APISERVER_PORT/readyz" 120 --cacert "$D/pki/ca.crt" ||
     die "kube-apiserver not ready ($D/kube-apiserver.log)"
   start_bg kube-scheduler "$KUBE_SCHEDULER" \

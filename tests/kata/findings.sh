@@ -42,7 +42,7 @@ probe() {
   NS=$saved
   RESULT=$(k -n "$ns" logs "$name" 2>/dev/null | tr '\n' ' ' | sed 's/ *$//' | cut -c1-300 || true)
   if [[ $PHASE != Succeeded && $PHASE != Failed ]]; then
-    RESULT="not started ($PHASE): $(jq -r '[.status.containerStatuses[]?.state.waiting | "\(.reason): \(.message // "")"] | join("; ")' <<<"$POD" | cut -c1-300) $(NS=$ns pod_events "$name" | grep -o 'Failed[^;]*;' | head -2 | tr -d '\n' | cut -c1-300)"
+    RESULT="not started ($PHASE): $(jq -r '[.status.containerStatuses[]?.state.waiting | "\(.reason): \(.message // "")"] | join("; ")' <<<"$POD" | cut -c1-300) $(NS=$ns pod_events "$name" | { grep -o 'Failed[^;]*;' || true; } | head -2 | tr -d '\n' | cut -c1-300)"
   fi
   CLASS_GOT=$(jq -r '.spec.runtimeClassName // "runc"' <<<"$POD")
   k -n "$ns" delete pod "$name" --wait=false >/dev/null 2>&1 || true
