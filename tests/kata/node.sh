@@ -246,8 +246,9 @@ pod_json() {
       resources: {requests: {cpu: "100m", memory: "64Mi"}}}]}}' | jq "${2:-.}"
 }
 
-# until_settled NAME: waits up to 300 s for pod NAME to run, end, or be
-# stuck (a container waiting for a reason other than its creation); POD is
+# until_settled NAME [done]: waits up to 300 s for pod NAME to run (with
+# done: to end), or be stuck (a container waiting for a reason other than
+# its creation, or a sandbox that failed); POD is
 # the pod as last read, PHASE its phase, STATES its containers' states,
 # SECS how long since it was created.
 until_settled() {
@@ -261,7 +262,7 @@ until_settled() {
     # with the same result: its first failure settles the pod.
     [[ -n $waiting ]] || waiting=$(k -n $NS get events --field-selector "involvedObject.name=$1,reason=FailedCreatePodSandBox" \
       -o jsonpath='{.items[0].reason}' 2>/dev/null || true)
-    [[ $PHASE == Running || $PHASE == Succeeded || $PHASE == Failed || -n $waiting ]] && break
+    [[ ($PHASE == Running && ${2:-} != done) || $PHASE == Succeeded || $PHASE == Failed || -n $waiting ]] && break
     (($(date +%s) < end)) || break
     sleep 2
   done
