@@ -41,9 +41,11 @@ probe() {
   until_settled "$name" done
   NS=$saved
   RESULT=$(k -n "$ns" logs "$name" 2>/dev/null | tr '\n' ' ' | sed 's/ *$//' | cut -c1-300 || true)
-  # Nothing printed: how the container ended says why.
+  # Nothing printed: how the container ended says why, else the pod's
+  # own status (the kubelet's admission refuses a pod with a reason).
   [[ -n $RESULT ]] || RESULT=$(jq -r '[.status.containerStatuses[]?.state.terminated // empty
-    | "exit \(.exitCode) (\(.reason // "")\(if .message then ": " + .message else "" end))"] | join("; ")' <<<"$POD" | cut -c1-300)
+    | "exit \(.exitCode) (\(.reason // "")\(if .message then ": " + .message else "" end))"]
+    + [.status | select(.reason) | "\(.reason): \(.message // "")"] | join("; ")' <<<"$POD" | tr -s ' \n' ' ' | cut -c1-300)
   if [[ $PHASE == Running ]]; then
     RESULT="still running after 300 s: $RESULT"
   elif [[ $PHASE != Succeeded && $PHASE != Failed ]]; then
@@ -126,6 +128,8 @@ if [[ $RUNC != "connected: pong" ]]; then
   verdict hostSockets "not expressible here: the socket does not answer under runc either"
 elif [[ $KATA == "connected: pong" ]]; then
   verdict hostSockets "refuted: the container reached the host's socket"
+elif [[ $KATA == *StartError* ]]; then
+  verdict hostSockets "confirmed: the container does not even start"
 else
   verdict hostSockets "confirmed: the container cannot reach the host's socket"
 fi
@@ -141,6 +145,8 @@ if [[ $RUNC != opened* ]]; then
   verdict hostDevices "not expressible here: the device does not open under runc either"
 elif [[ $KATA == opened* ]]; then
   verdict hostDevices "refuted: the host's device opened in the container"
+elif [[ $KATA == *StartError* ]]; then
+  verdict hostDevices "confirmed: the container does not even start"
 else
   verdict hostDevices "confirmed: the node in the container is the guest's, and it does not open"
 fi
@@ -182,7 +188,7 @@ if [[ $RUNC != "earlier mount seen, later mount seen" ]]; then
 elif [[ $KATA == "earlier mount seen, later mount seen" ]]; then
   verdict mountPropagation "refuted: both host mounts reached the container"
 elif [[ $KATA == "earlier mount unseen"* ]]; then
-  verdict mountPropagation "confirmed: the host's mounts that exist when the container starts never reach it"
+  verdict mountPropagation "confirmed in part: the host's mounts that exist when the container starts never reach it (later ones do)"
 else
   verdict mountPropagation "confirmed: the host's later mounts never reach the container"
 fi
