@@ -105,25 +105,31 @@ gen_certs() {
     cd "$P"
     openssl genrsa -out ca.key 2048 2>/dev/null
     openssl req -x509 -new -nodes -key ca.key -subj "/CN=kata-policy-test-ca" -days 30 -out ca.crt 2>/dev/null
-    sign() { # name subject eku [san]
-      openssl genrsa -out "$1.key" 2048 2>/dev/null
-      openssl req -new -key "$1.key" -subj "$2" -out "$1.csr" 2>/dev/null
-      {
-        echo "basicConstraints=CA:FALSE"
-        echo "keyUsage=critical,digitalSignature,keyEncipherment"
-        echo "extendedKeyUsage=$3"
-        [[ -z ${4:-} ]] || echo "subjectAltName=$4"
-      } >"$1.ext"
-      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
-        -extfile "$1.ext" -out "$1.crt" 2>/dev/null
-      rm -f "$1.csr" "$1.ext"
-    }
-    sign apiserver "/CN=kube-apiserver" serverAuth "IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
-    sign admin "/O=system:masters/CN=kubernetes-admin" clientAuth
-    sign scheduler "/CN=system:kube-scheduler" clientAuth
-    sign policy-server "/CN=policy-server" serverAuth "IP:127.0.0.1"
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  )
+  sign_cert apiserver "/CN=kube-apiserver" serverAuth "IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
+  sign_cert admin "/O=system:masters/CN=kubernetes-admin" clientAuth
+  sign_cert scheduler "/CN=system:kube-scheduler" clientAuth
+  sign_cert policy-server "/CN=policy-server" serverAuth "IP:127.0.0.1"
+}
+
+# sign_cert NAME SUBJECT EKU [SAN]: $D/pki/NAME.key and NAME.crt, signed by
+# the suite's CA (gen_certs).
+sign_cert() {
+  (
+    cd "$D/pki"
+    openssl genrsa -out "$1.key" 2048 2>/dev/null
+    openssl req -new -key "$1.key" -subj "$2" -out "$1.csr" 2>/dev/null
+    {
+      echo "basicConstraints=CA:FALSE"
+      echo "keyUsage=critical,digitalSignature,keyEncipherment"
+      echo "extendedKeyUsage=$3"
+      [[ -z ${4:-} ]] || echo "subjectAltName=$4"
+    } >"$1.ext"
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
+      -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+    rm -f "$1.csr" "$1.ext"
   )
 }
 
@@ -199,6 +205,8 @@ rules:
     resources: [{group: "", resources: [pods, pods/*]}]
   - level: None
 EOF
+  # A kubelet (tests/kata/node.sh) is reached at its InternalIP: its node
+  # name resolves nowhere.
   start_bg kube-apiserver "$KUBE_APISERVER" \
     --audit-policy-file "$D/audit-policy.yaml" --audit-log-path "$D/audit.log" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \

@@ -54,7 +54,7 @@ find_kit() {
 # the image tools), installed when missing.
 kit_packages() {
   local missing=() p sudo=""
-  for p in containerd:containerd ctr:containerd qemu-system-x86_64:qemu-system-x86 \
+  for p in containerd:containerd ctr:containerd runc:runc qemu-system-x86_64:qemu-system-x86 \
     umoci:umoci skopeo:skopeo busybox:busybox-static; do
     command -v "${p%%:*}" >/dev/null || missing+=("${p#*:}")
   done

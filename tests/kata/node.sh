@@ -47,15 +47,18 @@ NS=kata-e2e
 # containerd's tasks, then any shim of this containerd), and the mounts
 # under $D.
 teardown() {
-  local pid
+  local pid id ids=""
   stop_one kubelet 2>/dev/null || true
   if [[ -S $D/containerd.sock ]]; then
-    for id in $(ctr --address "$D/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
+    ids=$(ctr --address "$D/containerd.sock" -n k8s.io containers ls -q 2>/dev/null || true)
+    for id in $ids; do
       ctr --address "$D/containerd.sock" -n k8s.io tasks kill -s KILL "$id" >/dev/null 2>&1 || true
     done
   fi
   stop_all
   for pid in $(pgrep -f "containerd-shim.*$D/containerd.sock" || true); do kill -9 "$pid" 2>/dev/null || true; done
+  # A shim that was killed leaves its VM's processes, named by sandbox id.
+  for id in $ids; do pkill -9 -f "$id" 2>/dev/null || true; done
   grep -F " $D/" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   ip link del kata-e2e0 2>/dev/null || true
   ip link del kata-e2e-node 2>/dev/null || true
@@ -82,25 +85,17 @@ one_line() { local t=${1%$'\n'}; echo "${t//$'\n'/; }"; }
 
 echo "# a real Kata node: kit of kata-containers $KIT_COMMIT, guest kernel $GUEST_KERNEL"
 start_control_plane
+# The node's address: the kubelet refuses a loopback one, and the API
+# server reaches the kubelet (logs) there: on an interface of the suite's
+# (a bridge without ports; dummy links need a module this machine may lack).
+NODE_IP=10.244.76.1
+ip link add kata-e2e-node type bridge 2>/dev/null || true
+ip addr add $NODE_IP/32 dev kata-e2e-node 2>/dev/null || true
+ip link set kata-e2e-node up
 # The kubelet's identities: its client certificate (the Node authorizer's
 # system:node:NAME in system:nodes) and its serving certificate.
-(
-  cd "$D/pki"
-  for spec in "kubelet-client|/O=system:nodes/CN=system:node:$NODE|clientAuth|" \
-    "kubelet|/CN=$NODE|serverAuth|IP:10.244.76.1"; do
-    IFS='|' read -r name subj eku san <<<"$spec"
-    openssl genrsa -out "$name.key" 2048 2>/dev/null
-    openssl req -new -key "$name.key" -subj "$subj" -out "$name.csr" 2>/dev/null
-    {
-      echo "basicConstraints=CA:FALSE"
-      echo "keyUsage=critical,digitalSignature,keyEncipherment"
-      echo "extendedKeyUsage=$eku"
-      [[ -z $san ]] || echo "subjectAltName=$san"
-    } >"$name.ext"
-    openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
-      -extfile "$name.ext" -out "$name.crt" 2>/dev/null
-  done
-)
+sign_cert kubelet-client "/O=system:nodes/CN=system:node:$NODE" clientAuth
+sign_cert kubelet "/CN=$NODE" serverAuth "IP:$NODE_IP"
 kubeconfig "$D/kubelet.kubeconfig" "system:node:$NODE" "$(client_cert kubelet-client)"
 
 # containerd: the CRI with runc (the default) and the kit's shim under the
@@ -176,13 +171,6 @@ for t in probe pause; do
   ctr --address "$D/containerd.sock" -n k8s.io images import "$D/images/$t.tar" >/dev/null
 done
 
-# The node's address: the kubelet refuses a loopback one, and the API
-# server reaches the kubelet (logs) there: on an interface of the suite's
-# (a bridge without ports; dummy links need a module this machine may lack).
-NODE_IP=10.244.76.1
-ip link add kata-e2e-node type bridge 2>/dev/null || true
-ip addr add $NODE_IP/32 dev kata-e2e-node 2>/dev/null || true
-ip link set kata-e2e-node up
 free_port KUBELET_PORT 20250
 free_port KUBELET_HEALTHZ_PORT 20248
 cat >"$D/kubelet.yaml" <<EOF
@@ -236,8 +224,8 @@ register_webhook
 k create namespace $NS >/dev/null
 k -n $NS create serviceaccount default >/dev/null
 # pod_json NAME [JQ]: a pod of the probe image whose container writes its
-# kernel release into a page and serves it on port 8080 (busybox httpd),
-# changed by the jq filter JQ.
+# kernel release into a page and serves it (busybox httpd) on PORT, 8080
+# unless set; changed by the jq filter JQ.
 pod_json() {
   jq -n --arg n "$1" --arg port "${PORT:-8080}" '{apiVersion: "v1", kind: "Pod", metadata: {name: $n}, spec: {
     automountServiceAccountToken: false, terminationGracePeriodSeconds: 1,
