@@ -117,11 +117,11 @@ e2e-shapes: policy.wasm
 	tests/cluster/shapes.sh
 
 # Kata's own shim and agent, from a prebuilt kit (docs/real-kata.md): a
-# container under io.containerd.kata.v2, and what Kata does with the pod
-# shapes of docs/kata-compatibility.md. Without a kit (KATA_KIT) it is
-# skipped, saying so.
+# container under io.containerd.kata.v2, what Kata does with the pod
+# shapes of docs/kata-compatibility.md, and the demo's mutated pods started
+# under Kata. Without a kit (KATA_KIT) it is skipped, saying so.
 .PHONY: e2e-kata
-e2e-kata: policy.wasm
+e2e-kata: policy.wasm $(KWRUN)
 	tests/kata/ctr.sh
 	tests/kata/node.sh
 

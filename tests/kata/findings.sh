@@ -14,8 +14,6 @@
 # With KATA_REPORT=FILE the rows also go to FILE as a Markdown table.
 
 RUNC_NS=$KW_NAMESPACE
-k get namespace "$RUNC_NS" >/dev/null 2>&1 || k create namespace "$RUNC_NS" >/dev/null
-k -n "$RUNC_NS" get serviceaccount default >/dev/null 2>&1 || k -n "$RUNC_NS" create serviceaccount default >/dev/null
 REPORT=${KATA_REPORT:-/dev/null}
 {
   echo "| rule | on real Kata | what happened under Kata | under runc (reference) |"
