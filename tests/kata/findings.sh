@@ -8,9 +8,10 @@
 #     the node's;
 #   - and a control: the pod without the finding must start under Kata.
 # Each rule ends as "confirmed" (Kata fails it as the document says),
-# "refuted" (Kata runs it: a test failure, the default must change) or
-# "not expressible here" (runc fails it too, or the node lacks what it
-# needs), printed as a line "# finding: RULE | VERDICT | WHAT HAPPENED".
+# "refuted" (Kata runs it: a test failure for a default rule, whose default
+# must change; a note for an opt-in one) or "not expressible here" (runc
+# fails it too, or the node lacks what it needs), printed as a line
+# "# finding: RULE | VERDICT | WHAT HAPPENED".
 # With KATA_REPORT=FILE the rows also go to FILE as a Markdown table.
 
 RUNC_NS=$KW_NAMESPACE
@@ -53,14 +54,14 @@ probe() {
   k -n "$ns" delete pod "$name" --wait=false >/dev/null 2>&1 || true
 }
 
-# kata NAME SCRIPT [JQ] / runc NAME SCRIPT [JQ]: probe under Kata (the
-# class set by hand) or under runc; KATA / RUNC what each printed.
-kata() {
+# under_kata NAME SCRIPT [JQ] / under_runc NAME SCRIPT [JQ]: probe under
+# Kata (the class set by hand) or under runc; KATA / RUNC what each printed.
+under_kata() {
   probe "$NS" "$1" "$2" "${3:-.} | .spec.runtimeClassName = \"$CLASS\""
   KATA=$RESULT
   [[ $CLASS_GOT == "$CLASS" ]] || KATA="(not under Kata: class $CLASS_GOT) $KATA"
 }
-runc() {
+under_runc() {
   probe "$RUNC_NS" "$1" "$2" "${3:-.}"
   RUNC=$RESULT
 }
@@ -88,7 +89,7 @@ verdict() {
 # control NAME SCRIPT WANT [JQ]: the pod without the finding starts under
 # Kata and prints WANT.
 control() {
-  kata "$1" "$2" "${4:-.}"
+  under_kata "$1" "$2" "${4:-.}"
   if [[ $KATA == "$3" ]]; then
     pass "control for $1: the pod without the finding runs under Kata ($KATA)"
   else
@@ -120,8 +121,8 @@ while True:
 ' "$HOSTDIR/sock/host.sock" &
 SOCK_SERVER=$!
 for _ in $(seq 1 50); do [[ -S $HOSTDIR/sock/host.sock ]] && break; sleep 0.1; done
-kata host-socket 'sockprobe /run/host.sock' "$(vol "$HOSTDIR/sock/host.sock" Socket /run/host.sock)"
-runc host-socket 'sockprobe /run/host.sock' "$(vol "$HOSTDIR/sock/host.sock" Socket /run/host.sock)"
+under_kata host-socket 'sockprobe /run/host.sock' "$(vol "$HOSTDIR/sock/host.sock" Socket /run/host.sock)"
+under_runc host-socket 'sockprobe /run/host.sock' "$(vol "$HOSTDIR/sock/host.sock" Socket /run/host.sock)"
 if [[ $RUNC != "connected: pong" ]]; then
   verdict hostSockets "not expressible here: the socket does not answer under runc either"
 elif [[ $KATA == "connected: pong" ]]; then
@@ -137,8 +138,8 @@ control host-dir 'cat /host/hello' hello-from-host "$(vol "$HOSTDIR/share" Direc
 # hostDevices: the host's /dev/kvm (this machine has one; the guest has
 # none), privileged so that runc lets the container open it.
 priv='.spec.containers[0].securityContext = {privileged: true}'
-kata host-device 'exec 3<>/host-kvm && echo opened || echo failed' "$(vol /dev/kvm CharDevice /host-kvm) | $priv"
-runc host-device 'exec 3<>/host-kvm && echo opened || echo failed' "$(vol /dev/kvm CharDevice /host-kvm) | $priv"
+under_kata host-device 'exec 3<>/host-kvm && echo opened || echo failed' "$(vol /dev/kvm CharDevice /host-kvm) | $priv"
+under_runc host-device 'exec 3<>/host-kvm && echo opened || echo failed' "$(vol /dev/kvm CharDevice /host-kvm) | $priv"
 if [[ $RUNC != opened* ]]; then
   verdict hostDevices "not expressible here: the device does not open under runc either"
 elif [[ $KATA == opened* ]]; then
@@ -174,11 +175,11 @@ prop_pod() { # NS NAME: the earlier mount now, the later one once NAME runs
 }
 prop_unmount() { umount "$HOSTDIR/prop/before" "$HOSTDIR/prop/after" 2>/dev/null || true; }
 prop_pod "$NS" prop
-kata prop "$prop_script" "$(vol "$HOSTDIR/prop" Directory /prop HostToContainer)"
+under_kata prop "$prop_script" "$(vol "$HOSTDIR/prop" Directory /prop HostToContainer)"
 wait "$PROP_PID" || true
 prop_unmount
 prop_pod "$RUNC_NS" prop
-runc prop "$prop_script" "$(vol "$HOSTDIR/prop" Directory /prop HostToContainer)"
+under_runc prop "$prop_script" "$(vol "$HOSTDIR/prop" Directory /prop HostToContainer)"
 wait "$PROP_PID" || true
 prop_unmount
 if [[ $RUNC != "earlier mount seen, later mount seen" ]]; then
@@ -194,8 +195,8 @@ fi
 # hostNamespaces: hostNetwork (the host's interfaces: this machine's
 # kata-e2e0 bridge), hostPID (the host's PID 1 is not the container's
 # sandbox).
-kata host-network 'ip link show kata-e2e0 >/dev/null 2>&1 && echo host-network || echo own-network' '.spec.hostNetwork = true'
-runc host-network 'ip link show kata-e2e0 >/dev/null 2>&1 && echo host-network || echo own-network' '.spec.hostNetwork = true'
+under_kata host-network 'ip link show kata-e2e0 >/dev/null 2>&1 && echo host-network || echo own-network' '.spec.hostNetwork = true'
+under_runc host-network 'ip link show kata-e2e0 >/dev/null 2>&1 && echo host-network || echo own-network' '.spec.hostNetwork = true'
 if [[ $RUNC != host-network ]]; then
   verdict hostNamespaces "not expressible here: runc did not join the host's network"
 elif [[ $KATA == host-network ]]; then
@@ -206,8 +207,8 @@ fi
 
 # privileged (opt-in): with privileged_without_host_devices = true, it
 # runs under Kata with every capability, and sees the VM's devices.
-kata privileged 'grep CapEff /proc/self/status | tr -s " \t" " "; test -e /dev/kvm && echo host-devices || echo vm-devices' "$priv"
-runc privileged 'grep CapEff /proc/self/status | tr -s " \t" " "; test -e /dev/kvm && echo host-devices || echo vm-devices' "$priv"
+under_kata privileged 'grep CapEff /proc/self/status | tr -s " \t" " "; test -e /dev/kvm && echo host-devices || echo vm-devices' "$priv"
+under_runc privileged 'grep CapEff /proc/self/status | tr -s " \t" " "; test -e /dev/kvm && echo host-devices || echo vm-devices' "$priv"
 if [[ $KATA == *vm-devices* && $KATA == CapEff* ]]; then
   verdict privileged "confirmed (runs): under Kata it runs, with the VM's devices"
 else
@@ -217,8 +218,8 @@ fi
 # seccomp (opt-in): RuntimeDefault, enforced by runc (Seccomp: 2); in
 # the guest only when the runtime's disable_guest_seccomp is false.
 seccomp='.spec.securityContext = {seccompProfile: {type: "RuntimeDefault"}}'
-kata seccomp 'grep "^Seccomp:" /proc/self/status | tr -s " \t" " "' "$seccomp"
-runc seccomp 'grep "^Seccomp:" /proc/self/status | tr -s " \t" " "' "$seccomp"
+under_kata seccomp 'grep "^Seccomp:" /proc/self/status | tr -s " \t" " "' "$seccomp"
+under_runc seccomp 'grep "^Seccomp:" /proc/self/status | tr -s " \t" " "' "$seccomp"
 if [[ $RUNC != "Seccomp: 2" ]]; then
   verdict seccomp "not expressible here: runc did not enforce the profile"
 elif [[ $KATA == "Seccomp: 0" ]]; then
@@ -234,8 +235,8 @@ subpath='.spec.volumes = [{name: "e", emptyDir: {}}]
       | .command = ["/bin/sh", "-c", "echo through-subpath > /sub/file"]
       | .volumeMounts = [{name: "e", mountPath: "/sub", subPath: "a"}]]
   | .spec.containers[0].volumeMounts = [{name: "e", mountPath: "/all"}]'
-kata subpath 'cat /all/a/file' "$subpath"
-runc subpath 'cat /all/a/file' "$subpath"
+under_kata subpath 'cat /all/a/file' "$subpath"
+under_runc subpath 'cat /all/a/file' "$subpath"
 if [[ $RUNC != through-subpath ]]; then
   verdict subPath "not expressible here: runc did not run it"
 elif [[ $KATA == through-subpath ]]; then
@@ -248,8 +249,8 @@ fi
 memlimit='.spec.volumes = [{name: "m", emptyDir: {medium: "Memory", sizeLimit: "1Mi"}}]
   | .spec.containers[0].volumeMounts = [{name: "m", mountPath: "/m"}]'
 mem_script='dd if=/dev/zero of=/m/f bs=1M count=4 2>/dev/null && echo wrote-4MiB || echo refused'
-kata memlimit "$mem_script" "$memlimit"
-runc memlimit "$mem_script" "$memlimit"
+under_kata memlimit "$mem_script" "$memlimit"
+under_runc memlimit "$mem_script" "$memlimit"
 if [[ $RUNC != refused ]]; then
   verdict memoryEmptyDirLimit "not expressible here: runc did not enforce the limit"
 elif [[ $KATA == wrote-4MiB ]]; then
@@ -269,8 +270,8 @@ for spec in "userNamespaces|.spec.hostUsers = false" \
   "imageVolumes|.spec.volumes = [{name: \"i\", image: {reference: \"localhost/kata-probe:1\", pullPolicy: \"Never\"}}] | .spec.containers[0].volumeMounts = [{name: \"i\", mountPath: \"/i\"}]"; do
   rule=${spec%%|*}
   name=$(tr ' A-Z' '-a-z' <<<"$rule")
-  kata "$name" 'echo started' "${spec#*|}"
-  runc "$name" 'echo started' "${spec#*|}"
+  under_kata "$name" 'echo started' "${spec#*|}"
+  under_runc "$name" 'echo started' "${spec#*|}"
   if [[ $RUNC != started ]]; then
     verdict "$rule" "not expressible here: runc did not run it either (the node's containerd reports no such feature)"
   elif [[ $KATA == started ]]; then
